@@ -1,0 +1,151 @@
+"""One exception tree for the whole package.
+
+Every error has ``diagnostics()`` returning the text the CLI prints (never a traceback).
+Located issues render as ``FILE:LINE:COL: $.json.path: message (hint)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem found in a document, located where possible."""
+
+    message: str
+    path: str = "$"
+    file: str | None = None
+    line: int | None = None  # 1-based
+    col: int | None = None  # 1-based
+    code: str = "invalid"
+    severity: Severity = "error"
+    hint: str | None = None
+
+    def format(self) -> str:
+        loc = self.file or "<input>"
+        if self.line is not None:
+            loc += f":{self.line}"
+            if self.col is not None:
+                loc += f":{self.col}"
+        text = f"{loc}: {self.path}: {self.message}"
+        if self.severity == "warning":
+            text = f"{loc}: warning: {self.path}: {self.message}"
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "col": self.col,
+            "path": self.path,
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+
+class EvalManifestError(Exception):
+    """Root of every error evalmanifest raises on purpose."""
+
+    exit_code: int = 1
+
+    def diagnostics(self) -> str:
+        return str(self)
+
+
+class ManifestError(EvalManifestError):
+    """A document (manifest, trial record, run directory...) is unusable."""
+
+
+class ManifestSyntaxError(ManifestError):
+    """The file is not well-formed YAML/JSON, or is hostile (alias bomb, tags, duplicate keys)."""
+
+    def __init__(self, issue: Issue):
+        super().__init__(issue.format())
+        self.issue = issue
+        self.issues = [issue]
+
+    def diagnostics(self) -> str:
+        return self.issue.format()
+
+
+class ManifestValidationError(ManifestError):
+    """The document is well-formed but violates the schema or a semantic rule."""
+
+    def __init__(self, issues: list[Issue]):
+        self.issues = list(issues)
+        errors = [i for i in self.issues if i.severity == "error"]
+        super().__init__(f"{len(errors)} error(s)")
+
+    def diagnostics(self) -> str:
+        return "\n".join(i.format() for i in self.issues)
+
+
+class UnsupportedSpecVersionError(ManifestError):
+    """``apiVersion`` names a spec version this library does not know."""
+
+
+class RunDirectoryError(ManifestError):
+    """A run directory is missing files, truncated or tampered with."""
+
+
+class AdapterError(EvalManifestError):
+    """An adapter could not be found, loaded, or could not do what was asked."""
+
+    exit_code = 3
+
+
+class AdapterNotFoundError(AdapterError):
+    exit_code = 2
+
+
+class MissingOptionalDependencyError(AdapterError):
+    """An optional extra is needed: the message names the ``pip install`` to run."""
+
+    def __init__(self, package: str, extra: str, purpose: str = ""):
+        msg = (
+            f"the optional dependency {package!r} is not installed"
+            + (f" (needed for {purpose})" if purpose else "")
+            + f": install it with  pip install 'evalmanifest[{extra}]'"
+        )
+        super().__init__(msg)
+        self.package = package
+        self.extra = extra
+
+
+class UnsupportedEnforcementError(AdapterError):
+    """The runtime cannot express the requested enforcement method; never silently downgraded."""
+
+    exit_code = 1
+
+
+class BackendError(AdapterError):
+    """The runtime (Docker engine, Kubernetes API) failed."""
+
+
+class ReportError(EvalManifestError):
+    """A report (diff/compare) could not be produced from its inputs."""
+
+
+__all__ = [
+    "AdapterError",
+    "AdapterNotFoundError",
+    "BackendError",
+    "EvalManifestError",
+    "Issue",
+    "ManifestError",
+    "ManifestSyntaxError",
+    "ManifestValidationError",
+    "MissingOptionalDependencyError",
+    "ReportError",
+    "RunDirectoryError",
+    "UnsupportedEnforcementError",
+    "UnsupportedSpecVersionError",
+]

@@ -1,0 +1,97 @@
+"""Shared pydantic plumbing: strict unknown-field handling with an ``x-`` extension escape hatch,
+and exact-integer quantity types."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, WithJsonSchema, model_validator
+
+from evalmanifest.quantities import (
+    QUANTITY_PATTERN,
+    QuantityError,
+    format_bytes,
+    format_millicores,
+    to_bytes,
+    to_count,
+    to_millicores,
+)
+
+API_GROUP = "evalmanifest.dev"
+SPEC_VERSION = "v1alpha1"
+API_VERSION = f"{API_GROUP}/{SPEC_VERSION}"
+#: Full MAJOR.MINOR of the schema files (``$id``); documents carry only ``apiVersion``.
+SCHEMA_VERSION = "1.0"
+
+
+def _x_prefixed(schema: dict[str, Any]) -> None:
+    schema["additionalProperties"] = False
+    schema["patternProperties"] = {"^x-": {}}
+
+
+class Model(BaseModel):
+    """Base of every document part: unknown fields are errors, except keys starting with ``x-``."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        populate_by_name=True,
+        json_schema_extra=_x_prefixed,
+        use_attribute_docstrings=True,
+        validate_default=False,
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_unknown(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            known = set()
+            for name, f in cls.model_fields.items():
+                known.add(name)
+                if f.alias:
+                    known.add(f.alias)
+            unknown = [k for k in data if k not in known and not (isinstance(k, str) and k.startswith("x-"))]
+            if unknown:
+                raise ValueError(f"unknown field(s): {', '.join(map(str, unknown))}")
+        return data
+
+    def extensions(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+def _wrap(fn: Any) -> Any:
+    def inner(v: Any) -> Any:
+        if v is None:
+            return None
+        try:
+            return fn(v)
+        except QuantityError as exc:
+            msg = str(exc) + (f"; {exc.hint}" if exc.hint else "")
+            raise ValueError(msg) from None
+
+    return inner
+
+
+_QTY_SCHEMA = {
+    "anyOf": [
+        {"type": "string", "pattern": QUANTITY_PATTERN},
+        {"type": "number", "minimum": 0},
+    ]
+}
+
+Millicores = Annotated[
+    int,
+    BeforeValidator(_wrap(to_millicores)),
+    PlainSerializer(lambda v: format_millicores(v), return_type=str, when_used="json"),
+    WithJsonSchema({**_QTY_SCHEMA, "description": "CPU as a Kubernetes quantity (`2`, `500m`); exact millicores"}),
+]
+Bytes = Annotated[
+    int,
+    BeforeValidator(_wrap(to_bytes)),
+    PlainSerializer(lambda v: format_bytes(v), return_type=str, when_used="json"),
+    WithJsonSchema({**_QTY_SCHEMA, "description": "bytes as a Kubernetes quantity (`512Mi`, `2Gi`, `10G`)"}),
+]
+Count = Annotated[
+    int,
+    BeforeValidator(_wrap(to_count)),
+    WithJsonSchema({**_QTY_SCHEMA, "description": "a whole count (`4096` or `4k`)"}),
+]
