@@ -1,0 +1,176 @@
+"""The in-container environment probe (``adapters/probe.sh``) and its parser.
+
+``parse_probe(text)`` turns the probe's ``key=value`` lines into a dict of strings (split on the first
+``=``); ``probe_summary(parsed)`` normalises the few numbers the adapters compare with the manifest;
+``capture_local()`` runs the probe on this machine (or inside the container this process runs in).
+
+The probe output comes from inside a task container, i.e. from untrusted code: the parser accepts only
+known key prefixes, bounded sizes, and drops anything that looks like a credential.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+from datetime import datetime, timezone
+from importlib import resources
+from typing import Any
+
+PROBE_VERSION = "1"
+UNLIMITED = "unlimited"
+
+_KEY_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[A-Za-z0-9_:,\-]+)*$")
+ALLOWED_PREFIXES = (
+    "probe.",
+    "kernel.",
+    "os.",
+    "host.",
+    "hint.",
+    "cpu.",
+    "proc.",
+    "mem.",
+    "swap.",
+    "hugepages.",
+    "ulimit.",
+    "disk.",
+    "vmstat.",
+    "gpu.",
+    "cgroup.",
+    "cg1.",
+    "cg2.",
+    "eff.",
+)
+_SECRETISH = re.compile(r"(token|secret|passw|credential|api[_-]?key|authorization|bearer|cookie|private[_-]?key)", re.I)
+_ENV_ASSIGN = re.compile(r"\b[A-Z][A-Z0-9_]{2,}=\S")
+MAX_LINES = 2000
+MAX_VALUE = 512
+
+
+def probe_script() -> str:
+    """The probe's source text (package data)."""
+    return resources.files("evalmanifest.adapters").joinpath("probe.sh").read_text(encoding="utf-8")
+
+
+def parse_probe(text: str) -> dict[str, str]:
+    """Parse probe output: one ``key=value`` per line, split on the first ``=``.
+
+    Lines without ``=``, with unknown prefixes or malformed keys are ignored; values are capped at
+    512 characters; keys or values that look like credentials or ``NAME=value`` environment
+    assignments are dropped. Later duplicates win (the probe never repeats a key).
+    """
+    out: dict[str, str] = {}
+    for n, raw in enumerate(text.splitlines()):
+        if n >= MAX_LINES:
+            break
+        line = raw.rstrip("\r")
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep or not _KEY_RE.match(key) or not key.startswith(ALLOWED_PREFIXES):
+            continue
+        if _SECRETISH.search(key) or _SECRETISH.search(value) or _ENV_ASSIGN.search(value):
+            continue
+        out[key] = value[:MAX_VALUE]
+    return out
+
+
+def _int(v: str | None) -> int | None:
+    if v is None:
+        return None
+    try:
+        return int(v.strip())
+    except ValueError:
+        return None
+
+
+def _limit(v: str | None) -> int | str | None:
+    """An integer limit, the string ``unlimited``, or None when absent/unparseable."""
+    if v is None:
+        return None
+    v = v.strip()
+    if v in (UNLIMITED, "max", "-1"):
+        return UNLIMITED
+    n = _int(v)
+    if n is not None and n >= 2**62:
+        return UNLIMITED
+    return n
+
+
+def probe_summary(p: dict[str, str]) -> dict[str, Any]:
+    """Normalised view of a parsed probe: the numbers adapters compare with what was declared.
+
+    Limits are an int, ``"unlimited"`` or None (not seen). Units: bytes, millicores, counts.
+    """
+    mode = p.get("cgroup.mode")
+    v2 = mode == "v2"
+    s: dict[str, Any] = {"cgroup_mode": mode}
+    s["memory_limit_bytes"] = _limit(p.get("eff.memory_limit_bytes"))
+    s["cpu_limit_millicores"] = _limit(p.get("eff.cpu_limit_millicores"))
+    s["oom_kill_count"] = _int(p.get("eff.oom_kill_count"))
+    s["memory_peak_bytes"] = _int(p.get("eff.memory_peak_bytes"))
+    if v2:
+        s["memory_floor_bytes"] = _limit(p.get("cg2.memory.low"))
+        s["memory_min_bytes"] = _limit(p.get("cg2.memory.min"))
+        s["swap_limit_bytes"] = _limit(p.get("cg2.memory.swap.max"))
+        s["pids_limit"] = _limit(p.get("cg2.pids.max"))
+        s["cpu_weight"] = _int(p.get("cg2.cpu.weight"))
+        s["cpu_shares"] = None
+        s["nr_throttled"] = _int(p.get("cg2.cpu.stat.nr_throttled"))
+        s["memory_failcnt"] = _int(p.get("cg2.memory.events.max"))
+    else:
+        s["memory_floor_bytes"] = _limit(p.get("cg1.memory.soft_limit_in_bytes"))
+        s["memory_min_bytes"] = None
+        memsw = _limit(p.get("cg1.memory.memsw.limit_in_bytes"))
+        mem = _limit(p.get("cg1.memory.limit_in_bytes"))
+        if isinstance(memsw, int) and isinstance(mem, int):
+            s["swap_limit_bytes"] = memsw - mem
+        else:
+            s["swap_limit_bytes"] = memsw
+        s["pids_limit"] = _limit(p.get("cg1.pids.max"))
+        s["cpu_weight"] = None
+        s["cpu_shares"] = _int(p.get("cg1.cpu.shares"))
+        s["nr_throttled"] = _int(p.get("cg1.cpu.stat.nr_throttled"))
+        s["memory_failcnt"] = _int(p.get("cg1.memory.failcnt"))
+    s["nproc"] = _int(p.get("cpu.nproc"))
+    s["mem_total_kb"] = _int(p.get("mem.total_kb"))
+    s["node_oom_kill"] = _int(p.get("vmstat.oom_kill"))
+    return s
+
+
+def run_probe(shell: str | None = None, extra_env: dict[str, str] | None = None, timeout: float = 30) -> str:
+    """Run the probe here with a scrubbed environment and return its raw output."""
+    sh = shell or shutil.which("sh") or "/bin/sh"
+    env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "LC_ALL": "C"}
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        env["KUBERNETES_SERVICE_HOST"] = "1"  # presence hint only, never the value
+    env.update(extra_env or {})
+    r = subprocess.run([sh, "-s"], input=probe_script(), capture_output=True, text=True, env=env, timeout=timeout)
+    return r.stdout
+
+
+def capture_local() -> dict[str, Any]:
+    """Environment of the current machine or container: host facts plus the parsed probe.
+
+    Shaped like ``Environment`` (``host`` = HostFacts fields, ``probe`` = parsed probe), so it validates
+    against the model via ``environment_from_capture``.
+    """
+    probe = parse_probe(run_probe())
+    summ = probe_summary(probe)
+    mem_kb = _int(probe.get("mem.total_kb"))
+    return {
+        "captured_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "host": {
+            "hostname": probe.get("host.name") or platform.node() or None,
+            "kernel": probe.get("kernel.release") or platform.release(),
+            "os": probe.get("os.pretty_name"),
+            "arch": probe.get("kernel.machine") or platform.machine(),
+            "cpu_model": probe.get("cpu.model"),
+            "cpus": _int(probe.get("cpu.nproc")) or os.cpu_count(),
+            "memory_bytes": mem_kb * 1024 if mem_kb is not None else None,
+            "cgroup_version": summ["cgroup_mode"],
+        },
+        "summary": summ,
+        "probe": probe,
+    }
