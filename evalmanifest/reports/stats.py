@@ -723,3 +723,86 @@ def hour_bucket_drift(
     df = G - 1
     p = float(sps.chi2.sf(W, df))
     return DriftResult(testable=True, wald_stat=W, df=df, p_value=p, drift=bool(p < alpha), **base)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The task-level comparison pipeline (aligned tables -> verdict); compare.py adds loading and gates on
+# manifests around it.
+# ----------------------------------------------------------------------------------------------------------
+
+#: Tasks below which the normal/t reference is replaced by the sign-flip test (statistics.md 2(b)4).
+SIGNFLIP_BELOW_N = 100
+#: Suggested gate: an infra-error rate above this in either run makes the runs not comparable.
+INFRA_RATE_CEILING = 0.10
+#: Suggested gate: fewer shared tasks than this is not comparable.
+MIN_SHARED_TASKS = 30
+
+
+class PairedComparison(_Result):
+    paired: PairedDifference
+    test: str
+    """``sign_flip_exact_lattice`` / ``sign_flip_exact_enumeration`` / ``sign_flip_monte_carlo`` (n < 100),
+    ``mcnemar_exact`` (one attempt per task, n < 100), or ``t`` (n ≥ 100)."""
+    p_value: float
+    """The p-value the verdict uses (from ``test``)."""
+    sign_flip: SignFlipResult
+    mcnemar: McNemarResult | None
+    infra: InfraComparison
+    delta: float
+    verdict: VerdictResult
+    gate_failures: tuple[str, ...]
+
+
+def compare_tables(
+    a: TaskTable,
+    b: TaskTable,
+    *,
+    delta: float,
+    alpha: float = 0.05,
+    seed: int = DEFAULT_SEED,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    extra_gates: tuple[str, ...] | list[str] = (),
+    min_shared_tasks: int = MIN_SHARED_TASKS,
+    infra_rate_ceiling: float = INFRA_RATE_CEILING,
+) -> PairedComparison:
+    """Paired comparison of two runs already aligned on the same tasks (same order), B minus A."""
+    if a.task_ids != b.task_ids:
+        raise ValueError("task tables must be aligned (same task ids in the same order)")
+    gates = list(extra_gates)
+    n = a.n_tasks
+    if n < 2:
+        raise ValueError("need at least 2 shared tasks")
+    if n < min_shared_tasks:
+        gates.append(f"only {n} shared tasks (minimum {min_shared_tasks})")
+    ma, mb = a.as_run, b.as_run
+    paired = paired_difference(ma, mb, alpha)
+    d = mb - ma
+    sf = sign_flip_test(d, denominators=np.concatenate([a.attempts, b.attempts]), seed=seed, n_resamples=n_resamples)
+    one_attempt = bool(np.all(a.attempts == 1) and np.all(b.attempts == 1))
+    mc = None
+    if one_attempt:
+        mc = mcnemar_exact(int(np.sum((ma == 1) & (mb == 0))), int(np.sum((ma == 0) & (mb == 1))))
+    if n < SIGNFLIP_BELOW_N:
+        if mc is not None:
+            test, p = "mcnemar_exact", mc.p_value
+        else:
+            test, p = f"sign_flip_{sf.method}", sf.p_value
+    else:
+        test, p = "t", paired.p_t
+    infra = compare_infra(a, b, seed=seed)
+    for label, rate in (("A", infra.rate_a), ("B", infra.rate_b)):
+        if rate > infra_rate_ceiling:
+            gates.append(f"infra-error rate of run {label} is {rate:.4f} > {infra_rate_ceiling:.2f}")
+    if delta == 0 and infra.p_value < alpha:
+        gates.append(
+            f"infra-error rates differ significantly ({infra.rate_a:.4f} vs {infra.rate_b:.4f}, "
+            f"{infra.test} p = {infra.p_value:.4g}) although the configurations are matched (band 0)"
+        )
+    verdict = decide(
+        estimate=paired.estimate, se=paired.se, p_value=p, delta=delta, mde=paired.mde, alpha=alpha,
+        gate_failures=gates,
+    )
+    return PairedComparison(
+        paired=paired, test=test, p_value=p, sign_flip=sf, mcnemar=mc, infra=infra, delta=delta,
+        verdict=verdict, gate_failures=tuple(gates),
+    )
