@@ -1,0 +1,65 @@
+"""Shared helpers for the Kubernetes adapter tests: fixture loading and the shared-data location."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parents[2]
+SHARED = (REPO / ".." / "shared").resolve()
+TB2 = SHARED / "data" / "terminal-bench-2"
+
+#: fixed instants substituted for the templated "@now-..." timestamps of the is-healthy fixtures
+TEMPLATE_TIMES = {"@now-5m": "2024-11-20T09:25:00Z", "@now-2h": "2024-11-20T07:19:07Z", "@now-5d": "2024-11-15T09:30:00Z"}
+
+
+def _untemplate(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _untemplate(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_untemplate(v) for v in obj]
+    if isinstance(obj, str) and obj in TEMPLATE_TIMES:
+        return TEMPLATE_TIMES[obj]
+    return obj
+
+
+def _plain(obj: Any) -> Any:
+    """ruamel CommentedMap/datetime → plain JSON-like values (timestamps as RFC 3339 strings)."""
+    import datetime as _dt
+
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, _dt.datetime):
+        return obj.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return obj
+
+
+def load_fixture(rel: str) -> Any:
+    path = FIXTURES / rel
+    if path.suffix in (".yaml", ".yml"):
+        data = YAML(typ="safe").load(path.read_text())
+    else:
+        data = json.loads(path.read_text())
+    return _untemplate(_plain(data))
+
+
+def evicted_patched() -> dict[str, Any]:
+    """is-healthy/evicted.yaml with the section-7 patch applied (see fixtures/NOTICE.md)."""
+    pod = copy.deepcopy(load_fixture("is-healthy/evicted.yaml"))
+    patch = load_fixture("synthetic/evicted-patch.json")["status"]
+    pod["status"]["conditions"] = pod["status"]["conditions"] + patch["conditions_add"]
+    pod["status"]["containerStatuses"] = patch["containerStatuses"]
+    return pod
+
+
+@pytest.fixture
+def fixture():
+    return load_fixture

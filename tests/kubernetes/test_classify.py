@@ -1,0 +1,129 @@
+"""Decision table (reference/enforcement.md 1.7) on real API objects (fixtures/NOTICE.md)."""
+
+from __future__ import annotations
+
+import copy
+
+from evalmanifest.adapters.kubernetes.classify import apply_oom_policy, classify_pod
+
+from k8s_helpers import evicted_patched, load_fixture
+
+
+def test_oomkilled_with_exit_code_1_is_an_oom_not_a_plain_error():
+    pod = load_fixture("is-healthy/oomkilled-unhealthy.yaml")
+    c = classify_pod(pod)
+    assert c.category == "oom_killed_at_ceiling"
+    assert (c.outcome, c.infra_cause) == ("infra_error", "oom_at_ceiling")
+    assert c.exit_code == 1  # the real object: OOMKilled with exit code 1, not 137
+    assert any("exitCode 1" in e for e in c.evidence)
+    # restartPolicy Always: the container restarted (restartCount 9), the pod is not terminal
+    assert c.terminal is False
+
+
+def test_oomkilled_with_node_systemoom_nearby_is_a_system_oom():
+    pod = load_fixture("is-healthy/oomkilled-unhealthy.yaml")
+    event = load_fixture("synthetic/node-systemoom-event.json")
+    c = classify_pod(pod, node_events=[event])
+    assert (c.category, c.infra_cause) == ("oom_killed_system", "oom_system")
+    # the same event far from finishedAt does not count
+    far = dict(event, lastTimestamp="2024-11-21T07:19:10Z")
+    assert classify_pod(pod, node_events=[far]).category == "oom_killed_at_ceiling"
+
+
+def test_oomkilled_with_node_under_memory_pressure_is_a_system_oom():
+    pod = load_fixture("is-healthy/oomkilled-unhealthy.yaml")
+    node = load_fixture("is-healthy/node-gke-autopilot.yaml")
+    assert classify_pod(pod, node=node).category == "oom_killed_at_ceiling"  # MemoryPressure False
+    hot = copy.deepcopy(node)
+    for c in hot["status"]["conditions"]:
+        if c["type"] == "MemoryPressure":
+            c["status"] = "True"
+    assert classify_pod(pod, node=hot).infra_cause == "oom_system"
+
+
+def test_exit_137_without_oomkilled_is_not_an_oom():
+    pod = load_fixture("datadog/coredns-137-error.json")
+    c = classify_pod(pod, container="coredns")
+    assert c.category == "killed_sigkill_other"
+    assert c.infra_cause == "killed_other"
+    assert c.exit_code == 137
+
+
+def test_succeeded_pod_is_a_completed_trial():
+    c = classify_pod(load_fixture("datadog/short-lived-succeeded.json"))
+    assert (c.category, c.outcome, c.terminal, c.exit_code) == ("completed", "success", True, 0)
+
+
+def test_evicted_real_object_is_infra_eviction():
+    c = classify_pod(load_fixture("is-healthy/evicted.yaml"))
+    assert (c.category, c.outcome, c.infra_cause, c.terminal) == ("evicted", "infra_error", "evicted", True)
+    assert any("750Mi" in e for e in c.evidence)
+
+
+def test_evicted_patched_with_disruption_target_and_container_status_unknown():
+    c = classify_pod(evicted_patched())
+    assert c.category == "evicted"  # eviction wins over the synthesised 137
+    assert c.exit_code == 137
+    assert any("TerminationByKubelet" in e for e in c.evidence)
+
+
+def test_eviction_for_own_ephemeral_storage_ceiling_is_a_task_failure():
+    c = classify_pod(load_fixture("synthetic/evicted-ephemeral-own-limit.json"))
+    assert (c.category, c.outcome, c.infra_cause) == ("evicted_own_storage_limit", "failure", None)
+
+
+def test_deadline_exceeded_is_a_timeout_even_with_exit_137():
+    c = classify_pod(load_fixture("synthetic/deadline-exceeded.json"))
+    assert (c.category, c.outcome, c.infra_cause) == ("deadline_exceeded", "timeout", None)
+
+
+def test_job_deadline_exceeded_is_a_timeout():
+    pod = load_fixture("synthetic/preempted.json")["pod"]
+    pod = copy.deepcopy(pod)
+    pod["status"]["conditions"] = []
+    job = {"status": {"conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]}}
+    assert classify_pod(pod, job=job).outcome == "timeout"
+    assert classify_pod(pod).category == "killed_sigkill_other"
+
+
+def test_preempted():
+    data = load_fixture("synthetic/preempted.json")
+    c = classify_pod(data["pod"], events=data["events"])
+    assert (c.category, c.infra_cause) == ("preempted", "preempted")
+    # the event alone is decisive too
+    pod = copy.deepcopy(data["pod"])
+    pod["status"]["conditions"] = []
+    assert classify_pod(pod, events=data["events"]).infra_cause == "preempted"
+
+
+def test_unschedulable_is_infra_but_not_terminal_by_itself():
+    data = load_fixture("synthetic/unschedulable.json")
+    c = classify_pod(data["pod"], events=data["events"])
+    assert (c.category, c.outcome, c.infra_cause, c.terminal) == ("unschedulable", "infra_error", "unschedulable", False)
+    assert any("FailedScheduling" in e for e in c.evidence)
+
+
+def test_admission_rejected_outofcpu_real_status():
+    c = classify_pod(load_fixture("nextflow/outofcpu.json"))
+    assert (c.category, c.infra_cause, c.terminal) == ("admission_rejected", "admission_rejected", True)
+
+
+def test_pending_pod_waiting_for_image_is_not_terminal():
+    c = classify_pod(load_fixture("is-healthy/pod-pending.yaml"))
+    assert (c.category, c.outcome, c.terminal) == ("pending", None, False)
+
+
+def test_oom_policy_failure_records_the_policy():
+    c = classify_pod(load_fixture("is-healthy/oomkilled-unhealthy.yaml"))
+    assert apply_oom_policy(c, "failure") == ("failure", "oom_at_ceiling", {"oom_at_ceiling_counts_as": "failure"})
+    assert apply_oom_policy(c, "infra_error")[0] == "infra_error"
+    other = classify_pod(load_fixture("datadog/short-lived-succeeded.json"))
+    assert apply_oom_policy(other, "failure") == ("success", None, {})
+
+
+def test_probe_oom_kill_counter_turns_a_plain_error_into_an_oom():
+    pod = copy.deepcopy(load_fixture("datadog/short-lived-succeeded.json"))
+    term = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    term.update(exitCode=1, reason="Error")
+    assert classify_pod(pod).category == "error"
+    assert classify_pod(pod, probe={"eff.oom_kill_count": "2"}).category == "oom_killed_at_ceiling"
