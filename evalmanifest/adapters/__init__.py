@@ -1,0 +1,1 @@
+"""Adapters: the base contract, the registry, and the runtime adapters (docker, kubernetes)."""
