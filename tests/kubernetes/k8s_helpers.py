@@ -63,3 +63,55 @@ def evicted_patched() -> dict[str, Any]:
 @pytest.fixture
 def fixture():
     return load_fixture
+
+
+def tb2_rows() -> list[dict[str, str]]:
+    import csv
+
+    with (TB2 / "tasks.csv").open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def tb2_manifest_dict(method: str, internet: str = "allowed", multiplier: float | None = 3.0) -> dict[str, Any]:
+    """An EvalManifest (as a dict) for all Terminal-Bench 2.0 tasks, built from the shared tasks.csv."""
+    tasks = []
+    for row in tb2_rows():
+        res: dict[str, Any] = {
+            "cpu": {"floor": str(row["cpus"])},
+            "memory": {"floor": f"{int(row['memory_mb'])}Mi"},
+            "ephemeral_storage": {"floor": f"{int(row['storage_mb'])}Mi"},
+        }
+        if row.get("gpus"):
+            res["gpu"] = {"count": int(row["gpus"])}
+        t: dict[str, Any] = {
+            "id": row["task_id"],
+            "image": row["docker_image"],
+            "resources": res,
+            "timeouts": {
+                "agent_sec": float(row["agent_timeout_sec"]),
+                "verifier_sec": float(row["verifier_timeout_sec"]),
+                "build_sec": float(row["build_timeout_sec"]),
+            },
+        }
+        tasks.append(t)
+    resources: dict[str, Any] = {}
+    if method == "banded" and multiplier:
+        resources["ceiling_multiplier"] = multiplier
+    return {
+        "apiVersion": "evalmanifest.dev/v1alpha1",
+        "kind": "EvalManifest",
+        "metadata": {"name": f"tb2-{method}"},
+        "benchmark": {"name": "terminal-bench", "version": "2.0"},
+        "subject": {"model": {"id": "example-model"}},
+        "tasks": tasks,
+        "resources": resources,
+        "enforcement": {"method": method, "mechanism": "k8s.requests_limits"},
+        "trials": {"attempts": 1, "infra_error_policy": {"retries": 2, "then": "failure"}},
+        "network": {"internet": internet},
+    }
+
+
+def tb2_manifest(method: str, **kw: Any):
+    from evalmanifest.models.manifest import EvalManifest
+
+    return EvalManifest.model_validate(tb2_manifest_dict(method, **kw))
