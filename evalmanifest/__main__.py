@@ -1,0 +1,3 @@
+from evalmanifest.cli import main
+
+main()

@@ -1,0 +1,368 @@
+"""Loading YAML and JSON documents safely, with a source map for located errors.
+
+* YAML is read with ruamel.yaml's *safe* loader (the C parser when ``ruamel.yaml.clib`` is present):
+  no Python tags, duplicate keys rejected, timestamps kept as strings, keys forced to ``str``.
+* Alias expansion is bounded: the expanded size of the (shared) node graph is computed without
+  expanding it, so a "billion laughs" file fails fast in bounded memory.
+* Files larger than :data:`MAX_BYTES` and binary files are refused before parsing.
+* Line/column lookup is lazy: only when a problem must be reported is the text composed again with
+  marks (:class:`SourceMap`), so the valid path stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from evalmanifest.errors import Issue, ManifestSyntaxError
+
+#: Largest document accepted (bytes). Override with ``EVALMANIFEST_MAX_BYTES``.
+MAX_BYTES = int(os.environ.get("EVALMANIFEST_MAX_BYTES", str(32 * 1024 * 1024)))
+#: Largest number of nodes after alias expansion.
+MAX_NODES = int(os.environ.get("EVALMANIFEST_MAX_NODES", str(5_000_000)))
+
+PathT = tuple[Any, ...]
+
+
+def json_path(path: Iterable[Any]) -> str:
+    out = "$"
+    for p in path:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif isinstance(p, str) and p.replace("_", "").replace("-", "").isalnum() and not p[:1].isdigit():
+            out += f".{p}"
+        else:
+            out += "[" + json.dumps(str(p)) + "]"
+    return out
+
+
+def _syntax(file: str, message: str, line: int | None = 1, col: int | None = 1, hint: str | None = None,
+            code: str = "syntax") -> ManifestSyntaxError:
+    return ManifestSyntaxError(Issue(message=message, path="$", file=file, line=line, col=col, code=code, hint=hint))
+
+
+def _yaml(typ: str = "safe") -> Any:
+    from ruamel.yaml import YAML
+
+    y = YAML(typ=typ)
+    y.allow_duplicate_keys = False
+    if typ == "safe":
+        ctor = y.constructor
+        # Timestamps stay strings (the spec's date-times are ISO 8601 strings, never datetime objects).
+        ctor.add_constructor("tag:yaml.org,2002:timestamp", type(ctor).construct_yaml_str)
+    return y
+
+
+class SourceMap:
+    """Maps a JSON path to (line, col), both 1-based. Built lazily from the document text."""
+
+    def __init__(self, text: str, is_json: bool):
+        self._text = text
+        self._is_json = is_json
+        self._root: Any = None
+        self._built = False
+
+    def _build(self) -> None:
+        self._built = True
+        try:
+            # the C composer (ruamel.yaml.clib) keeps marks and is ~4x faster than the round-trip one
+            y = _yaml("safe")
+            self._root = y.compose(self._text)
+        except Exception:  # noqa: BLE001 - a map is best effort; the document already parsed once
+            self._root = None
+
+    def _quick(self, path: list[Any], key: bool) -> tuple[int, int] | None:
+        """Cheap text scan for block-style top-level keys (and their direct children)."""
+        if not path or len(path) > 2 or not all(isinstance(p, str) for p in path) or self._is_json:
+            return None
+        lines = self._text.split("\n", 20000) if len(self._text) > 1 << 20 else self._text.split("\n")
+        top = f"{path[0]}:"
+        for i, line in enumerate(lines):
+            if line.startswith(top):
+                if len(path) == 1:
+                    if key:
+                        return (i + 1, 1)
+                    rest = line[len(top):]
+                    stripped = rest.lstrip()
+                    if stripped and not stripped.startswith("#"):
+                        return (i + 1, len(top) + 1 + (len(rest) - len(stripped)))
+                    return None
+                sub = f"{path[1]}:"
+                for j in range(i + 1, len(lines)):
+                    ln = lines[j]
+                    if ln and not ln[0].isspace() and not ln.startswith("#"):
+                        return None
+                    st = ln.lstrip(" ")
+                    if st.startswith(sub) and len(ln) - len(st) <= 4:
+                        col = len(ln) - len(st) + 1
+                        if key:
+                            return (j + 1, col)
+                        rest = st[len(sub):]
+                        v = rest.lstrip()
+                        if v and not v.startswith("#"):
+                            return (j + 1, col + len(sub) + (len(rest) - len(v)))
+                        return None
+                return None
+        return None
+
+    def locate(self, path: Iterable[Any], key: bool = False) -> tuple[int | None, int | None]:
+        """Location of the value at ``path``; with ``key=True`` the location of its mapping key."""
+        path = list(path)
+        if not path:
+            return (1, 1)
+        if not self._built:
+            q = self._quick(path, key)
+            if q is not None:
+                return q
+        if not self._built:
+            self._build()
+        node = self._root
+        if node is None:
+            return (1, 1)
+        best = (node.start_mark.line + 1, node.start_mark.column + 1)
+        for i, part in enumerate(path):
+            last = i == len(path) - 1
+            if node.id == "mapping":
+                found = None
+                for k, v in node.value:
+                    if str(k.value) == str(part):
+                        found = (k, v)
+                        break
+                if found is None:
+                    return best
+                k, v = found
+                if last and key:
+                    return (k.start_mark.line + 1, k.start_mark.column + 1)
+                node = v
+            elif node.id == "sequence" and isinstance(part, int) and 0 <= part < len(node.value):
+                node = node.value[part]
+            else:
+                return best
+            best = (node.start_mark.line + 1, node.start_mark.column + 1)
+        return best
+
+    def first_alias(self) -> tuple[int, int]:
+        from ruamel.yaml.events import AliasEvent
+
+        try:
+            for ev in _yaml("rt").parse(self._text):
+                if isinstance(ev, AliasEvent):
+                    return (ev.start_mark.line + 1, ev.start_mark.column + 1)
+        except Exception:  # noqa: BLE001
+            pass
+        return (1, 1)
+
+
+@dataclass
+class Document:
+    """A loaded document: plain JSON-like data plus where it came from."""
+
+    data: Any
+    file: str
+    source: SourceMap | None = field(default=None, repr=False)
+
+    def locate(self, path: Iterable[Any], key: bool = False) -> tuple[int | None, int | None]:
+        if self.source is None:
+            return (None, None)
+        path = list(path)
+        existing = _deepest_existing(self.data, path)
+        if len(existing) < len(path):
+            # the field is absent: point at its nearest present parent
+            if not existing:
+                return (1, 1)
+            return self.source.locate(existing, key=False)
+        return self.source.locate(path, key=key)
+
+
+def _normalise(data: Any, file: str, limit: int) -> Any:
+    """Copy into plain dict/list with ``str`` keys, counting the expanded size of shared subgraphs."""
+    sizes: dict[int, int] = {}
+    total = 0
+
+    def size(obj: Any) -> int:
+        if isinstance(obj, dict):
+            oid = id(obj)
+            if oid in sizes:
+                return sizes[oid]
+            sizes[oid] = 1  # cycle guard (recursive aliases)
+            n = 1 + sum(size(k) + size(v) for k, v in obj.items())
+        elif isinstance(obj, list):
+            oid = id(obj)
+            if oid in sizes:
+                return sizes[oid]
+            sizes[oid] = 1
+            n = 1 + sum(size(v) for v in obj)
+        else:
+            return 1
+        sizes[oid] = n
+        return n
+
+    def walk(obj: Any, stack: set[int]) -> Any:
+        if isinstance(obj, dict):
+            if id(obj) in stack:
+                raise ValueError("recursive")
+            stack.add(id(obj))
+            out = {str(k) if not isinstance(k, str) else k: walk(v, stack) for k, v in obj.items()}
+            stack.discard(id(obj))
+            return out
+        if isinstance(obj, list):
+            if id(obj) in stack:
+                raise ValueError("recursive")
+            stack.add(id(obj))
+            out2 = [walk(v, stack) for v in obj]
+            stack.discard(id(obj))
+            return out2
+        return obj
+
+    total = size(data)
+    if total > limit:
+        raise OverflowError(total)
+    return walk(data, set())
+
+
+def loads(text: str | bytes, file: str = "<input>", fmt: str | None = None) -> Document:
+    """Parse YAML or JSON text. ``fmt`` is ``"yaml"``, ``"json"`` or None (guess from the file name)."""
+    if isinstance(text, bytes):
+        if len(text) > MAX_BYTES:
+            raise _syntax(file, f"file is {len(text) / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.1f} MB",
+                          hint="split the task list or raise EVALMANIFEST_MAX_BYTES", code="too_large")
+        nul = text.find(b"\x00")
+        if nul >= 0:
+            line = text.count(b"\n", 0, nul) + 1
+            col = nul - (text.rfind(b"\n", 0, nul) + 1) + 1
+            raise _syntax(file, "binary data (NUL byte): not a YAML or JSON document", line, col, code="binary")
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = text.count(b"\n", 0, exc.start) + 1
+            col = exc.start - (text.rfind(b"\n", 0, exc.start) + 1) + 1
+            raise _syntax(file, "not valid UTF-8 text", line, col, hint="save the file as UTF-8", code="binary") from None
+    elif len(text) > MAX_BYTES:
+        raise _syntax(file, f"document is larger than {MAX_BYTES / 1e6:.1f} MB", code="too_large")
+    if fmt is None:
+        fmt = "json" if file.lower().endswith(".json") else "yaml"
+    if not text.strip():
+        raise _syntax(file, "the document is empty", code="empty")
+    source = SourceMap(text, is_json=(fmt == "json"))
+    if fmt == "json":
+        try:
+            data = json.loads(text, object_pairs_hook=_no_dup_pairs)
+        except _DuplicateKey as exc:
+            # locate via the YAML composer (JSON is YAML); fall back to 1:1
+            raise _syntax(file, f"duplicate key {exc.key!r}", *_dup_location(text, exc.key),
+                          hint="each key may appear once in a mapping", code="duplicate_key") from None
+        except json.JSONDecodeError as exc:
+            raise _syntax(file, f"invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
+        except RecursionError:
+            raise _syntax(file, "the document is nested too deeply", code="too_deep") from None
+        return Document(data, file, source)
+    return Document(_load_yaml(text, file, source), file, source)
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _no_dup_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def _dup_location(text: str, key: str) -> tuple[int, int]:
+    needle = json.dumps(key)
+    first = text.find(needle)
+    second = text.find(needle, first + 1) if first >= 0 else -1
+    pos = second if second >= 0 else first
+    if pos < 0:
+        return (1, 1)
+    return (text.count("\n", 0, pos) + 1, pos - (text.rfind("\n", 0, pos) + 1) + 1)
+
+
+def _load_yaml(text: str, file: str, source: SourceMap) -> Any:
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    y = _yaml("safe")
+    try:
+        docs = list(y.load_all(text))
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        problem = (exc.problem or exc.context or "invalid YAML").strip()
+        name = type(exc).__name__
+        hint = None
+        code = "syntax"
+        if "Duplicate" in name or "duplicate" in problem:
+            code, hint = "duplicate_key", "each key may appear once in a mapping"
+            problem = problem.split("\n")[0]
+        elif "could not determine a constructor" in problem or "ConstructorError" in name:
+            code, hint = "tag", "tags such as !!python/object are not allowed; write plain YAML values"
+        raise _syntax(file, problem, line, col, hint=hint, code=code) from None
+    except YAMLError as exc:
+        raise _syntax(file, str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid YAML") from None
+    except RecursionError:
+        raise _syntax(file, "the document is nested too deeply", code="too_deep") from None
+    if len(docs) != 1:
+        raise _syntax(file, f"expected exactly one YAML document, found {len(docs)}",
+                      hint="remove the extra `---` separators", code="multi_document")
+    try:
+        return _normalise(docs[0], file, MAX_NODES)
+    except OverflowError as exc:
+        line, col = source.first_alias()
+        raise _syntax(file, f"alias expansion would create {exc.args[0]:,} nodes (limit {MAX_NODES:,})",
+                      line, col, hint="anchors/aliases may not multiply the document (\"billion laughs\")",
+                      code="alias_bomb") from None
+    except (ValueError, RecursionError):
+        line, col = source.first_alias()
+        raise _syntax(file, "recursive alias", line, col, code="alias_bomb") from None
+
+
+def load_document(path: str | os.PathLike[str]) -> Document:
+    """Read and parse a YAML/JSON file; every failure is a :class:`ManifestSyntaxError` naming the file."""
+    p = Path(path)
+    file = str(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_BYTES:
+            raise _syntax(file, f"file is {size / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.1f} MB",
+                          hint="split the task list or raise EVALMANIFEST_MAX_BYTES", code="too_large")
+        raw = p.read_bytes()
+    except IsADirectoryError:
+        raise _syntax(file, "is a directory, not a file", None, None, code="io") from None
+    except FileNotFoundError:
+        raise _syntax(file, "no such file", None, None, code="io") from None
+    except PermissionError:
+        raise _syntax(file, "permission denied", None, None, code="io") from None
+    return loads(raw, file=file)
+
+
+def load_manifest(path: str | os.PathLike[str], *, lint: bool = False) -> Any:
+    """Load and validate a manifest file; raises ``ManifestValidationError`` listing every error."""
+    from evalmanifest.validation import validate_document
+
+    doc = load_document(path)
+    result = validate_document(doc, kind="manifest")
+    result.raise_for_errors()
+    return result.model
+
+
+def _deepest_existing(data: Any, path: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    cur = data
+    for p in path:
+        if isinstance(cur, dict) and p in cur:
+            cur = cur[p]
+        elif isinstance(cur, list) and isinstance(p, int) and 0 <= p < len(cur):
+            cur = cur[p]
+        else:
+            break
+        out.append(p)
+    return out

@@ -1,0 +1,302 @@
+"""Validation in two layers: the published JSON Schema (Draft 2020-12) and semantic lints.
+
+Every problem becomes an :class:`~evalmanifest.errors.Issue` located at ``FILE:LINE:COL`` with a JSON
+path and, where we can guess, a hint. All issues are collected, then raised once.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from pydantic import ValidationError
+
+from evalmanifest.canonical import task_set_digest
+from evalmanifest.errors import Issue, ManifestValidationError
+from evalmanifest.loading import Document, json_path, load_document
+from evalmanifest.quantities import QUANTITY_PATTERN, quantity_hint
+
+#: Published infra-error rate at zero memory headroom (guaranteed = limit), Terminal-Bench 2.0.
+ZERO_HEADROOM_INFRA_RATE = 0.058
+UNDOCUMENTED_BAND_PP = 3
+RECOMMENDED_ATTEMPTS = 5
+_SECRETISH = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "PRIVATE_KEY", "CREDENTIAL", "AUTH")
+
+
+@dataclass
+class ValidationResult:
+    file: str
+    kind: str
+    model: Any = None
+    issues: list[Issue] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Issue]:
+        return [i for i in self.issues if i.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Issue]:
+        return [i for i in self.issues if i.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def raise_for_errors(self) -> None:
+        if self.errors:
+            raise ManifestValidationError(self.issues)
+
+
+def _did_you_mean(word: str, options: Iterable[str]) -> str | None:
+    m = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"did you mean `{m[0]}`?" if m else None
+
+
+def _is_quantity_schema(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("pattern") == QUANTITY_PATTERN:
+        return True
+    return any(_is_quantity_schema(s) for s in schema.get("anyOf", []))
+
+
+def _schema_issues(doc: Document, kind: str) -> list[Issue]:
+    from evalmanifest.schema import fast_validator, validator
+
+    fast = fast_validator(kind)
+    if fast is not None and fast.is_valid(doc.data):
+        return []
+    v = validator(kind)
+    issues: list[Issue] = []
+    for err in v.iter_errors(doc.data):
+        issues.extend(_convert(doc, err))
+    # de-duplicate (anyOf branches can repeat) and sort by position
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for i in issues:
+        k = (i.line, i.col, i.path, i.message)
+        if k not in seen:
+            seen.add(k)
+            out.append(i)
+    out.sort(key=lambda i: (i.line or 0, i.col or 0, i.path))
+    return out
+
+
+def _issue(doc: Document, path: list[Any], message: str, *, key: bool = False, code: str = "schema",
+           hint: str | None = None, severity: str = "error") -> Issue:
+    line, col = doc.locate(path, key=key)
+    return Issue(message=message, path=json_path(path), file=doc.file, line=line, col=col, code=code,
+                 hint=hint, severity=severity)  # type: ignore[arg-type]
+
+
+def _convert(doc: Document, err: Any) -> list[Issue]:
+    path = list(err.absolute_path)
+    validator = err.validator
+    schema = err.schema
+    if validator == "additionalProperties":
+        props = list(schema.get("properties", {}))
+        extra = [k for k in err.instance if k not in props and not str(k).startswith("x-")]
+        return [
+            _issue(doc, path + [k], f"unknown field `{k}`", key=True, code="unknown_field",
+                   hint=_did_you_mean(k, props) or "extensions must start with `x-`")
+            for k in extra
+        ]
+    if validator == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else err.message
+        return [_issue(doc, path, f"missing required field `{missing}`", code="required")]
+    if validator == "anyOf":
+        inst = err.instance
+        if _is_quantity_schema(schema) and isinstance(inst, str):
+            return [_issue(doc, path, f"`{inst}` is not a Kubernetes quantity", code="quantity",
+                           hint=quantity_hint(inst) or "write e.g. `500m`, `2`, `512Mi`, `2Gi`, `10G`")]
+        # pick the most relevant branch: the deepest error not about `null`
+        ctx = [e for e in (err.context or []) if not (e.validator == "type" and e.validator_value == "null")]
+        if ctx:
+            best = max(ctx, key=lambda e: len(list(e.absolute_path)))
+            if list(best.absolute_path) != path or best.validator not in ("type",):
+                return _convert(doc, best)
+            return [_issue(doc, path, best.message, code=str(best.validator))]
+        return [_issue(doc, path, err.message, code="schema")]
+    if validator == "pattern" and schema.get("pattern") == QUANTITY_PATTERN:
+        return [_issue(doc, path, f"`{err.instance}` is not a Kubernetes quantity", code="quantity",
+                       hint=quantity_hint(str(err.instance)))]
+    if validator == "enum":
+        opts = [str(o) for o in schema.get("enum", [])]
+        return [_issue(doc, path, f"{err.instance!r} is not one of {', '.join(opts)}", code="enum",
+                       hint=_did_you_mean(str(err.instance), opts))]
+    if validator == "const":
+        return [_issue(doc, path, f"{err.instance!r} must be {schema['const']!r}", code="const",
+                       hint=f"write `{schema['const']}`")]
+    if validator == "pattern":
+        return [_issue(doc, path, f"{err.instance!r} does not match the pattern {schema['pattern']}", code="pattern")]
+    if validator == "type" and path == [] and not isinstance(err.instance, dict):
+        return [_issue(doc, path, "the document must be a mapping (key: value pairs) at the top level", code="type")]
+    return [_issue(doc, path, err.message, code=str(validator))]
+
+
+def _model_issues(doc: Document, exc: ValidationError, alias_map: dict[str, str]) -> list[Issue]:
+    out = []
+    for e in exc.errors():
+        loc = [alias_map.get(p, p) if isinstance(p, str) else p for p in e["loc"]]
+        msg = e["msg"].removeprefix("Value error, ")
+        out.append(_issue(doc, loc, msg, code="model"))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# semantic lints
+
+
+def lint_manifest(doc: Document, m: Any) -> list[Issue]:
+    from evalmanifest.resolve import resolve
+
+    issues: list[Issue] = []
+
+    def add(path: list[Any], msg: str, *, severity: str = "error", code: str, hint: str | None = None,
+            key: bool = False) -> None:
+        issues.append(_issue(doc, path, msg, severity=severity, code=code, hint=hint, key=key))
+
+    ids = [t.id for t in m.tasks]
+    index = {}
+    for i, tid in enumerate(ids):
+        if tid in index:
+            add(["tasks", i, "id"], f"duplicate task id `{tid}` (first at tasks[{index[tid]}])", code="duplicate_task")
+        else:
+            index[tid] = i
+
+    for section in ("resources", "timeouts"):
+        for tid in getattr(m, section).overrides:
+            if tid not in index:
+                add([section, "overrides", tid], f"override names unknown task `{tid}`", code="unknown_task",
+                    key=True, hint=_did_you_mean(tid, index) or "add the task to `tasks` or remove the override")
+
+    if m.benchmark.task_set_digest and m.benchmark.task_set_digest != task_set_digest(ids):
+        add(["benchmark", "task_set_digest"], "task_set_digest does not match the tasks listed",
+            code="task_set_digest", hint=f"the tasks listed give {task_set_digest(ids)}")
+
+    for i, t in enumerate(m.tasks):
+        for k in t.env:
+            if any(s in k.upper() for s in _SECRETISH):
+                add(["tasks", i, "env", k], f"environment variable `{k}` looks like a secret", key=True,
+                    code="secret", hint="manifests are published: inject secrets in the harness, not here")
+
+    method = m.enforcement.method.value if m.enforcement.method else None
+    if method is None:
+        add(["enforcement"], "no enforcement method declared", severity="warning", code="no_method",
+            hint=f"comparisons will assume the {UNDOCUMENTED_BAND_PP} pp undocumented-enforcement band; "
+                 "declare pinned|banded|throttled|soft|uncapped|provider_managed")
+
+    if m.trials.attempts < RECOMMENDED_ATTEMPTS:
+        add(["trials", "attempts"], f"{m.trials.attempts} attempt(s) per task; at least {RECOMMENDED_ATTEMPTS} "
+            "are recommended to separate model variance from infrastructure noise",
+            severity="warning", code="few_attempts")
+
+    resolved = resolve(m)
+    reported: set[tuple[str, str]] = set()
+
+    def where(task_idx: int, res: str, field_: str) -> list[Any]:
+        t = m.tasks[task_idx]
+        if t.resources is not None and getattr(t.resources, res) is not None and \
+                field_ in getattr(t.resources, res).model_fields_set:
+            return ["tasks", task_idx, "resources", res, field_]
+        ov = m.resources.overrides.get(t.id)
+        if ov is not None and getattr(ov, res) is not None and field_ in getattr(ov, res).model_fields_set:
+            return ["resources", "overrides", t.id, res, field_]
+        d = getattr(m.resources.defaults, res)
+        if d is not None and field_ in d.model_fields_set:
+            return ["resources", "defaults", res, field_]
+        return ["resources", "defaults", res] if d is not None else ["tasks", task_idx]
+
+    def once(path: list[Any], code: str) -> bool:
+        k = (json_path(path), code)
+        if k in reported:
+            return False
+        reported.add(k)
+        return True
+
+    no_timeouts: list[int] = []
+    for i, rt in enumerate(resolved.tasks):
+        for name in ("cpu", "memory", "ephemeral_storage", "pids"):
+            r = rt.resources[name]
+            if r.floor is not None and r.ceiling is not None and r.ceiling < r.floor:
+                p = where(i, name, "ceiling")
+                if once(p, "ceiling_below_floor"):
+                    add(p, f"{name} ceiling ({r.ceiling}) is below its floor ({r.floor})", code="ceiling_below_floor",
+                        hint="the ceiling is the hard limit and must be ≥ the guaranteed floor")
+        mem, cpu = rt.resources["memory"], rt.resources["cpu"]
+        if method == "pinned":
+            for name, r in (("memory", mem), ("cpu", cpu)):
+                if r.floor is not None and r.ceiling is not None and r.floor != r.ceiling:
+                    p = where(i, name, "ceiling")
+                    if once(p, "pinned_band"):
+                        add(p, f"`pinned` requires {name} floor == ceiling (task `{rt.task_id}`)", code="pinned_band",
+                            hint="use `banded` for a ceiling above the floor")
+        if method == "banded" and mem.floor is not None and mem.ceiling is not None and mem.floor == mem.ceiling:
+            p = where(i, "memory", "ceiling")
+            if once(p, "banded_equal"):
+                add(p, f"`banded` requires memory floor < ceiling (task `{rt.task_id}`)", code="banded_equal",
+                    hint="raise the ceiling (e.g. ceiling_multiplier: 3) or declare `pinned`")
+        if method in ("pinned", "banded") and mem.floor is None:
+            p = ["resources", "defaults"]
+            if once(p, "no_memory_floor"):
+                add(p, f"`{method}` without a memory floor", severity="warning", code="no_memory_floor",
+                    hint="declare resources.defaults.memory.floor")
+        if mem.floor is not None and mem.ceiling is not None and mem.floor == mem.ceiling:
+            p = where(i, "memory", "ceiling") if method != "pinned" or mem.ceiling_source != "pinned" else \
+                where(i, "memory", "floor")
+            if once(p, "zero_headroom"):
+                add(p, "zero memory headroom (floor == ceiling): the published Terminal-Bench 2.0 study measured "
+                    f"{ZERO_HEADROOM_INFRA_RATE:.1%} infra errors at guaranteed = limit vs 2.1% with a 3x ceiling",
+                    severity="warning", code="zero_headroom", hint="consider `banded` with ceiling_multiplier: 3")
+        if rt.timeouts.agent_sec is None and rt.timeouts.total_sec is None:
+            no_timeouts.append(i)
+    if method == "uncapped":
+        d = m.resources.defaults
+        for name in ("cpu", "memory", "ephemeral_storage"):
+            b = getattr(d, name)
+            if b is not None and b.ceiling is not None:
+                add(["resources", "defaults", name, "ceiling"], f"`uncapped` ignores the {name} ceiling",
+                    severity="warning", code="uncapped_ceiling", hint="remove it or declare `banded`/`soft`")
+    if no_timeouts:
+        n = len(no_timeouts)
+        p = ["timeouts"] if n == len(m.tasks) else ["tasks", no_timeouts[0]]
+        add(p, f"no agent or total timeout for {n} task(s)", severity="warning", code="no_timeouts",
+            hint="declare timeouts.defaults.agent_sec (a run without a deadline cannot be reproduced)")
+    return issues
+
+
+def validate_document(doc: Document, kind: str = "manifest", *, lint: bool = True) -> ValidationResult:
+    from evalmanifest.models import DOCUMENTS
+
+    result = ValidationResult(file=doc.file, kind=kind)
+    result.issues = _schema_issues(doc, kind)
+    if result.errors:
+        return result
+    model_cls = DOCUMENTS[kind]
+    try:
+        result.model = model_cls.model_validate(doc.data)
+    except ValidationError as exc:
+        result.issues.extend(_model_issues(doc, exc, {"api_version": "apiVersion"}))
+        return result
+    if lint and kind == "manifest":
+        result.issues.extend(lint_manifest(doc, result.model))
+        result.issues.sort(key=lambda i: (i.severity != "error", i.line or 0, i.col or 0))
+    return result
+
+
+def guess_kind(data: Any) -> str:
+    if isinstance(data, dict):
+        kind = data.get("kind")
+        return {"EvalManifest": "manifest", "Environment": "environment", "Run": "run"}.get(kind, "manifest")
+    return "manifest"
+
+
+def validate_file(path: str, kind: str | None = None) -> ValidationResult:
+    from evalmanifest.errors import ManifestSyntaxError
+
+    try:
+        doc = load_document(path)
+    except ManifestSyntaxError as exc:
+        return ValidationResult(file=str(path), kind=kind or "manifest", issues=[exc.issue])
+    return validate_document(doc, kind or guess_kind(doc.data))
