@@ -1,0 +1,211 @@
+"""compare: two runs on the same benchmark → paired statistics and one verdict (statistics.md 2(b)-(d)).
+
+The JSON report (spec/compare-report.schema.json) is a plain dict built here; renderers only format it.
+Differences are B minus A. All rates are fractions in [0, 1].
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evalmanifest.errors import ReportError
+from evalmanifest.reports import stats as st
+from evalmanifest.reports.diff import diff_sides
+from evalmanifest.reports.inputs import Side, load_side, run_window
+from evalmanifest.reports.noise import Calibration, load_calibration
+from evalmanifest.reports.trials_table import INFRA_CAUSES, KIND_NAMES, TrialColumns
+
+REPORT_VERSION = "1"
+#: Fraction of either run's tasks that must be shared (statistics.md 2(b)1).
+MIN_OVERLAP = 0.95
+#: Hour-of-day buckets (UTC) for the drift check.
+BUCKET_HOURS = 4
+OUTCOME_LETTER = {0: "S", 1: "F", 2: "T", 3: "I"}
+
+
+def _outcome_strings(tc: TrialColumns, names: list[str]) -> dict[str, str]:
+    """Per task: one letter per attempt in attempt order (S success, F failure, T timeout, I infra error)."""
+    order = np.lexsort((tc.attempt, tc.task_index))
+    ti = tc.task_index[order]
+    letters = np.array(["S", "F", "T", "I"])[tc.kind[order]]
+    bounds = np.searchsorted(ti, np.arange(len(tc.task_names) + 1))
+    pos = {t: i for i, t in enumerate(tc.task_names)}
+    out = {}
+    for name in names:
+        i = pos[name]
+        out[name] = "".join(letters[bounds[i] : bounds[i + 1]].tolist())
+    return out
+
+
+def _drift(tc: TrialColumns, alpha: float) -> dict[str, Any]:
+    ok = np.isfinite(tc.started)
+    labels = tuple(f"{h:02d}-{h + BUCKET_HOURS:02d}" for h in range(0, 24, BUCKET_HOURS))
+    if ok.sum() < 2:
+        return {"testable": False, "drift": False, "reason": "no start times recorded", "buckets": []}
+    hours = ((tc.started[ok] // 3600) % 24).astype(np.int64)
+    r = st.hour_bucket_drift(
+        tc.task_index[ok], (tc.kind[ok] == 0).astype(float), hours // BUCKET_HOURS, labels, alpha=alpha
+    )
+    buckets = [
+        {"hours_utc": lab, "n_trials": n, "success_rate": (None if n == 0 else rate), "mean_residual": (None if n == 0 else res)}
+        for lab, n, rate, res in zip(r.bucket_labels, r.bucket_trials, r.bucket_success_rates, r.bucket_mean_residuals)
+    ]
+    reason = (
+        "cluster-robust Wald test of hour-bucket effects on outcome minus task mean"
+        if r.testable
+        else "not testable: no task has attempts in two hour buckets with enough trials"
+    )
+    return {
+        "testable": r.testable,
+        "drift": r.drift,
+        "wald_stat": r.wald_stat,
+        "df": r.df,
+        "p_value": r.p_value,
+        "reason": reason,
+        "buckets": buckets,
+    }
+
+
+def _run_block(side: Side, tc: TrialColumns, summ: st.ScoreSummary, alpha: float) -> dict[str, Any]:
+    m = side.manifest
+    kinds = np.bincount(tc.kind.astype(np.int64), minlength=4)
+    causes = np.bincount(tc.cause[tc.cause >= 0].astype(np.int64), minlength=len(INFRA_CAUSES))
+    return {
+        "name": m.metadata.name,
+        "run_id": None if side.info is None else side.info.run_id,
+        "model": m.subject.model.id,
+        "agent": None if m.subject.agent is None else m.subject.agent.name,
+        "benchmark": f"{m.benchmark.name} {m.benchmark.version}",
+        "score": summ.score,
+        "se": summ.se,
+        "ci": list(summ.ci),
+        "ci_method": summ.ci_method,
+        "t_ci": list(summ.t_ci),
+        "infra_excluded_score": summ.infra_excluded_score,
+        "infra_excluded_se": summ.infra_excluded_se,
+        "infra_error_rate": summ.infra_error_rate,
+        "infra_error_se": summ.infra_error_se,
+        "n_tasks": summ.n_tasks,
+        "n_trials": summ.n_trials,
+        "n_eff": summ.n_eff,
+        "design_effect": summ.design_effect,
+        "between_task_variance": summ.between_task_variance,
+        "within_task_variance": summ.within_task_variance,
+        "se_floor": summ.se_floor,
+        "attempts_per_task": sorted({int(k) for k in np.bincount(tc.task_index)}),
+        "n_retried_tries": tc.n_retried_tries,
+        "outcomes": {KIND_NAMES[i]: int(kinds[i]) for i in range(4)},
+        "infra_causes": {c: int(n) for c, n in zip(INFRA_CAUSES, causes) if n},
+        "window": run_window(side).get("observed"),
+        "drift": _drift(tc, alpha),
+    }
+
+
+def compare_runs(
+    path_a: str | Path,
+    path_b: str | Path,
+    *,
+    alpha: float = 0.05,
+    calibration: str | Path | Calibration | None = None,
+    seed: int = st.DEFAULT_SEED,
+    n_resamples: int = st.DEFAULT_RESAMPLES,
+) -> dict[str, Any]:
+    if not 0 < alpha < 1:
+        raise ReportError(f"alpha must be in (0, 1), got {alpha}")
+    cal = load_calibration(calibration) if isinstance(calibration, (str, Path)) else calibration
+    a, b = load_side(path_a, "a"), load_side(path_b, "b")
+    for s in (a, b):
+        if not s.is_run:
+            raise ReportError(f"{s.path}: compare needs run directories (manifest.yaml + trials.jsonl), not a manifest")
+    diff = diff_sides(a, b, calibration=cal)
+    ta_cols, tb_cols = a.trials(), b.trials()
+    ta, tb = ta_cols.task_table(), tb_cols.task_table()
+    shared = sorted(set(ta.task_ids) & set(tb.task_ids))
+    only_a = sorted(set(ta.task_ids) - set(tb.task_ids))
+    only_b = sorted(set(tb.task_ids) - set(ta.task_ids))
+    gates = list(diff["gates"])
+    if len(shared) < 2:
+        raise ReportError(f"the runs share {len(shared)} task(s): nothing to compare")
+    for label, t in (("A", ta), ("B", tb)):
+        frac = len(shared) / t.n_tasks
+        if frac < MIN_OVERLAP:
+            gates.append(f"only {frac:.1%} of run {label}'s {t.n_tasks} tasks are shared (minimum {MIN_OVERLAP:.0%})")
+    sa, sb = ta.subset(shared), tb.subset(shared)
+    delta_band = float(diff["infra_band"])
+    cmp = st.compare_tables(
+        sa, sb, delta=delta_band, alpha=alpha, seed=seed, n_resamples=n_resamples, extra_gates=gates
+    )
+    v = cmp.verdict
+    p = cmp.paired
+    infra = cmp.infra
+    runs = {
+        "a": _run_block(a, ta_cols, st.summarize_score(ta, alpha), alpha),
+        "b": _run_block(b, tb_cols, st.summarize_score(tb, alpha), alpha),
+    }
+    shared_summary = {"a": st.summarize_score(sa, alpha).score, "b": st.summarize_score(sb, alpha).score}
+    oa, ob = _outcome_strings(ta_cols, shared), _outcome_strings(tb_cols, shared)
+    per_task = [
+        {"task_id": t, "a": float(x), "b": float(y), "outcomes_a": oa[t], "outcomes_b": ob[t]}
+        for t, x, y in zip(shared, sa.as_run.tolist(), sb.as_run.tolist())
+    ]
+    report: dict[str, Any] = {
+        "kind": "CompareReport",
+        "version": REPORT_VERSION,
+        "alpha": alpha,
+        "verdict": v.verdict,
+        "verdict_reason": v.reason,
+        "underpowered": v.underpowered,
+        "delta": p.estimate,
+        "se": p.se,
+        "ci": list(p.ci),
+        "p_value": cmp.p_value,
+        "test": cmp.test,
+        "p_t": p.p_t,
+        "p_normal": p.p_normal,
+        "sign_flip": cmp.sign_flip.model_dump(),
+        "mcnemar": None if cmp.mcnemar is None else cmp.mcnemar.model_dump(),
+        "mde": p.mde,
+        "correlation": p.correlation,
+        "se_unpaired": p.se_unpaired,
+        "infra_band": delta_band,
+        "infra_band_source": diff["infra_band_source"],
+        "infra_band_explanation": diff["band"]["explanation"],
+        "infra_band_classes": diff["band"]["classes"],
+        "honest_ci": None if v.honest_ci is None else list(v.honest_ci),
+        "honest_critical_value": v.honest_critical_value,
+        "n_shared_tasks": len(shared),
+        "shared_scores": shared_summary,
+        "dropped_tasks": {"a": only_a, "b": only_b},
+        "gates": list(cmp.gate_failures),
+        "runs": runs,
+        "infra": infra.model_dump(),
+        "differences": diff["differences"],
+        "findings": diff["findings"],
+        "declared_vs_observed": diff["declared_vs_observed"],
+        "per_task": per_task,
+        "seed": seed,
+    }
+    return clean(report)
+
+
+def clean(obj: Any) -> Any:
+    """JSON-ready and deterministic: tuples → lists, floats rounded to 10 decimals, NaN/inf → null."""
+    if isinstance(obj, dict):
+        return {str(k): clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        x = float(obj)
+        if not math.isfinite(x):
+            return None
+        r = round(x, 10)
+        return 0.0 if r == 0 else r
+    return obj

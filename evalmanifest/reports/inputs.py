@@ -1,0 +1,178 @@
+"""What diff and compare read: a manifest file or a run directory (manifest + environment + trials + run)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evalmanifest.errors import ReportError, RunDirectoryError
+
+MANIFEST_NAMES = ("manifest.yaml", "manifest.yml", "manifest.json")
+_HONOURED_FALSE = re.compile(rb'"honoured"[ \t]*:[ \t]*false')
+
+
+@dataclass
+class Side:
+    label: str
+    path: Path
+    manifest: Any  # EvalManifest
+    is_run: bool
+    environment: Any | None = None  # Environment
+    info: Any | None = None  # RunInfo
+    _trials: Any | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest.metadata.name)
+
+    def trials(self) -> Any:
+        """TrialColumns of the run (run directories only)."""
+        if not self.is_run:
+            raise ReportError(f"{self.path}: a manifest has no trials; compare needs run directories")
+        if self._trials is None:
+            from evalmanifest.reports.trials_table import read_trials
+
+            p = self.path / "trials.jsonl"
+            if not p.is_file():
+                raise RunDirectoryError(f"{self.path}: run directory has no trials.jsonl")
+            self._trials = read_trials(p)
+        return self._trials
+
+
+def _validate_json_file(p: Path, model: Any) -> Any:
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RunDirectoryError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise RunDirectoryError(f"{p}: not UTF-8 text") from None
+    try:
+        return model.model_validate_json(text)
+    except Exception as exc:
+        lines = str(exc).splitlines()
+        detail = "; ".join(s.strip() for s in lines[1:3]) if len(lines) > 1 else str(exc)
+        raise RunDirectoryError(f"{p}: invalid {model.__name__}: {detail}") from None
+
+
+def load_side(path: str | Path, label: str) -> Side:
+    from evalmanifest.loading import load_manifest
+    from evalmanifest.models import Environment, RunInfo
+
+    p = Path(path)
+    if p.is_dir():
+        mp = next((p / n for n in MANIFEST_NAMES if (p / n).is_file()), None)
+        if mp is None:
+            raise RunDirectoryError(f"{p}: not a run directory (no manifest.yaml)")
+        manifest = load_manifest(mp)
+        env = _validate_json_file(p / "environment.json", Environment) if (p / "environment.json").is_file() else None
+        info = _validate_json_file(p / "run.json", RunInfo) if (p / "run.json").is_file() else None
+        return Side(label=label, path=p, manifest=manifest, is_run=True, environment=env, info=info)
+    if p.is_file():
+        return Side(label=label, path=p, manifest=load_manifest(p), is_run=False)
+    raise ReportError(f"{p}: no such manifest file or run directory")
+
+
+def not_honoured(side: Side, limit: int = 20) -> dict[str, Any]:
+    """Declared-vs-observed: trials whose captured limits did not honour the manifest.
+
+    Reads the ``observed`` maps of trials.jsonl (only the lines that contain ``"honoured": false`` are
+    decoded) and the per-trial observations of environment.json.
+    """
+    out: dict[str, Any] = {"checked": False, "n_trials_not_honoured": 0, "by_resource": {}, "examples": []}
+    if not side.is_run:
+        return out
+    by_res: dict[str, int] = {}
+    examples: list[dict[str, Any]] = []
+    seen: set[tuple[str, int, int]] = set()
+
+    def add(task: str, attempt: int, try_index: int, res: str, obs: dict[str, Any], where: str) -> None:
+        by_res[res] = by_res.get(res, 0) + 1
+        seen.add((task, attempt, try_index))
+        if len(examples) < limit:
+            examples.append(
+                {
+                    "task_id": task,
+                    "attempt": attempt,
+                    "resource": res,
+                    "declared_floor": obs.get("declared_floor"),
+                    "declared_ceiling": obs.get("declared_ceiling"),
+                    "observed_floor": obs.get("observed_floor"),
+                    "observed_ceiling": obs.get("observed_ceiling"),
+                    "note": obs.get("note"),
+                    "source": where,
+                }
+            )
+
+    tp = side.path / "trials.jsonl"
+    any_observed = False
+    if tp.is_file():
+        buf = tp.read_bytes()
+        any_observed = b'"honoured"' in buf
+        for m in _HONOURED_FALSE.finditer(buf):
+            s = buf.rfind(b"\n", 0, m.start()) + 1
+            e = buf.find(b"\n", m.end())
+            line = buf[s : e if e >= 0 else len(buf)]
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            key = (rec.get("task_id"), rec.get("attempt"), rec.get("try_index", 0))
+            if key in seen:
+                continue
+            for res, obs in sorted((rec.get("observed") or {}).items()):
+                if isinstance(obs, dict) and obs.get("honoured") is False:
+                    add(str(key[0]), int(key[1]), int(key[2] or 0), res, obs, "trials.jsonl")
+    if side.environment is not None:
+        for t in side.environment.trials:
+            if t.resources:
+                any_observed = True
+            for res, obs in sorted(t.resources.items()):
+                if obs.honoured is False and (t.task_id, t.attempt, t.try_index) not in seen:
+                    add(t.task_id, t.attempt, t.try_index, res, obs.model_dump(), "environment.json")
+    out.update(
+        checked=any_observed,
+        n_trials_not_honoured=len(seen),
+        by_resource=dict(sorted(by_res.items())),
+        examples=examples,
+    )
+    return out
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def run_window(side: Side) -> dict[str, Any]:
+    """When the run actually ran (UTC), and what its manifest's schedule declared."""
+    sched = side.manifest.schedule
+    declared = [{"start": w.start, "end": w.end} for w in sched.windows]
+    out: dict[str, Any] = {"declared": declared, "timezone": sched.timezone}
+    if not side.is_run:
+        return out
+    tc = side.trials()
+    st = tc.started[np.isfinite(tc.started)]
+    fi = tc.finished[np.isfinite(tc.finished)]
+    if st.size == 0:
+        out.update(observed=None)
+        return out
+    hours = ((st // 3600) % 24).astype(np.int64)
+    days = np.unique((st // 86400).astype(np.int64))
+    end = float(fi.max()) if fi.size else float(st.max())
+    out["observed"] = {
+        "start": iso(float(st.min())),
+        "end": iso(end),
+        "span_hours": round((end - float(st.min())) / 3600.0, 3),
+        "dates": [iso(float(d) * 86400)[:10] for d in days[:50]],
+        "n_dates": int(days.size),
+        "trials_by_hour_utc": [int(x) for x in np.bincount(hours, minlength=24)],
+        "n_trials_with_time": int(st.size),
+    }
+    return out
