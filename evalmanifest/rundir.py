@@ -1,0 +1,267 @@
+"""Run directories: ``manifest.yaml`` + ``environment.json`` + ``trials.jsonl`` + ``run.json``.
+
+Writing is durable and resumable:
+
+* each trial record is appended as one line, flushed and ``fsync``-ed before the next trial starts;
+* JSON files are written atomically (temp file in the same directory, fsync, ``os.replace``);
+* a torn last line (the runner was killed mid-write) is dropped on reopen, so ``--resume`` neither
+  loses a completed trial nor duplicates one: :meth:`RunWriter.completed` is the set of
+  ``(task_id, attempt)`` with a *final* record.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from pydantic import BaseModel, ValidationError
+
+from evalmanifest import __version__
+from evalmanifest.canonical import digest, file_digest
+from evalmanifest.errors import Issue, ManifestValidationError, RunDirectoryError
+from evalmanifest.models import Environment, EvalManifest, RunCounts, RunInfo, ToolInfo, TrialRecord
+
+MANIFEST = "manifest.yaml"
+ENVIRONMENT = "environment.json"
+TRIALS = "trials.jsonl"
+RUN = "run.json"
+
+
+def utcnow() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_run_id() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> None:
+    """Write ``data`` to ``path`` atomically (never a half-written file)."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    mode = "wb" if isinstance(data, bytes) else "w"
+    with open(tmp, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, p)
+    try:
+        dfd = os.open(p.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:  # pragma: no cover - some filesystems refuse directory fsync
+        pass
+
+
+def dump_json(model: BaseModel | Any) -> str:
+    obj = model.model_dump(mode="json", by_alias=True, exclude_none=False) if isinstance(model, BaseModel) else model
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def manifest_yaml(m: EvalManifest) -> str:
+    """The manifest as YAML in canonical field order (what a run directory stores)."""
+    import io
+
+    from ruamel.yaml import YAML
+
+    y = YAML(typ="safe", pure=True)
+    y.default_flow_style = False
+    y.sort_base_mapping_type_on_output = False  # type: ignore[attr-defined]
+    buf = io.StringIO()
+    y.dump(m.model_dump(mode="json", by_alias=True, exclude_defaults=True), buf)
+    return buf.getvalue()
+
+
+def _read_trials(path: Path, *, repair: bool) -> tuple[list[TrialRecord], list[Issue]]:
+    records: list[TrialRecord] = []
+    issues: list[Issue] = []
+    if not path.exists():
+        return records, issues
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    torn = raw and not raw.endswith(b"\n")
+    good_len = 0
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            good_len += len(line) + 1
+            continue
+        last = n == len(lines)
+        try:
+            rec = TrialRecord.model_validate_json(line)
+        except ValidationError as exc:
+            if last and torn:
+                # the runner died mid-write: the record was never acknowledged, drop it
+                if repair:
+                    with open(path, "r+b") as fh:
+                        fh.truncate(good_len)
+                        fh.flush()
+                        os.fsync(fh.fileno())
+                else:
+                    issues.append(Issue(f"truncated last record ({len(line)} bytes) ignored", file=str(path),
+                                        line=n, col=1, severity="warning", code="torn_record"))
+                break
+            e = exc.errors()[0]
+            loc = ".".join(str(p) for p in e["loc"])
+            issues.append(Issue(f"invalid trial record: {e['msg']}", path=f"$.{loc}" if loc else "$",
+                                file=str(path), line=n, col=1, code="trial_record"))
+            good_len += len(line) + 1
+            continue
+        records.append(rec)
+        good_len += len(line) + 1
+    return records, issues
+
+
+class RunWriter:
+    """Creates or reopens a run directory and appends trial records durably."""
+
+    def __init__(self, out_dir: str | os.PathLike[str], manifest: EvalManifest, *, adapter: str,
+                 resume: bool = False, run_id: str | None = None):
+        self.dir = Path(out_dir)
+        self.manifest = manifest
+        self.adapter = adapter
+        self.manifest_digest = digest(manifest)
+        run_json = self.dir / RUN
+        if run_json.exists():
+            info = RunInfo.model_validate_json(run_json.read_text("utf-8"))
+            if not resume:
+                raise RunDirectoryError(
+                    f"{self.dir}: already holds run {info.run_id} ({info.status}); "
+                    "pass --resume to finish it or choose another --out directory")
+            if info.manifest_digest != self.manifest_digest:
+                raise RunDirectoryError(
+                    f"{self.dir}: run {info.run_id} was started from a different manifest "
+                    f"({info.manifest_digest}, now {self.manifest_digest}); resume with the same manifest")
+            self.info = info
+            self.info.status = "running"
+            self.records, issues = _read_trials(self.dir / TRIALS, repair=True)
+            bad = [i for i in issues if i.severity == "error"]
+            if bad:
+                raise ManifestValidationError(bad)
+        else:
+            if self.dir.exists() and any(self.dir.iterdir()) and not resume:
+                raise RunDirectoryError(f"{self.dir}: directory exists and is not empty; choose another --out")
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self.info = RunInfo(run_id=run_id or new_run_id(), tool=ToolInfo(version=__version__), adapter=adapter,
+                                manifest_digest=self.manifest_digest, status="running", started_at=utcnow())
+            self.records = []
+            atomic_write(self.dir / MANIFEST, manifest_yaml(manifest))
+        self._write_run()
+        self._fh = open(self.dir / TRIALS, "ab")
+
+    @property
+    def run_id(self) -> str:
+        return self.info.run_id
+
+    def completed(self) -> set[tuple[str, int]]:
+        """(task_id, attempt) pairs whose final record is already on disk."""
+        return {r.key() for r in self.records if r.final}
+
+    def tries(self, task_id: str, attempt: int) -> list[TrialRecord]:
+        return [r for r in self.records if r.task_id == task_id and r.attempt == attempt]
+
+    def append(self, record: TrialRecord) -> None:
+        line = record.model_dump_json(by_alias=True) + "\n"
+        self._fh.write(line.encode("utf-8"))
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self.records.append(record)
+
+    def counts(self) -> RunCounts:
+        c = RunCounts()
+        for r in self.records:
+            if r.final:
+                setattr(c, r.outcome, getattr(c, r.outcome) + 1)
+        return c
+
+    def write_environment(self, env: Environment) -> None:
+        atomic_write(self.dir / ENVIRONMENT, dump_json(env))
+
+    def _write_run(self) -> None:
+        atomic_write(self.dir / RUN, dump_json(self.info))
+
+    def finish(self, status: str = "complete") -> RunInfo:
+        self._fh.close()
+        self.info.status = status  # type: ignore[assignment]
+        self.info.finished_at = utcnow()
+        self.info.counts = self.counts()
+        files = {}
+        for name in (MANIFEST, ENVIRONMENT, TRIALS):
+            p = self.dir / name
+            if p.exists():
+                files[name] = file_digest(str(p))
+        self.info.files = files
+        self._write_run()
+        return self.info
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+
+
+@dataclass
+class Run:
+    """A loaded run directory."""
+
+    path: Path
+    manifest: EvalManifest
+    info: RunInfo
+    trials: list[TrialRecord]
+    environment: Environment | None = None
+    issues: list[Issue] = field(default_factory=list)
+
+    def final_trials(self) -> list[TrialRecord]:
+        return [t for t in self.trials if t.final]
+
+
+def load_run(path: str | os.PathLike[str], *, verify: bool = True) -> Run:
+    """Load a run directory; checks that every file is present, parses, and (when ``run.json`` lists
+    digests) that nothing was modified since the run finished."""
+    from evalmanifest.loading import load_document
+    from evalmanifest.validation import validate_document
+
+    p = Path(path)
+    if not p.is_dir():
+        raise RunDirectoryError(f"{p}: not a run directory (expected a folder with {MANIFEST}, {TRIALS}, {RUN})")
+    missing = [n for n in (MANIFEST, TRIALS, RUN) if not (p / n).exists()]
+    if missing:
+        raise RunDirectoryError(f"{p}: missing {', '.join(missing)}")
+    doc = load_document(p / MANIFEST)
+    res = validate_document(doc, "manifest", lint=False)
+    res.raise_for_errors()
+    try:
+        info = RunInfo.model_validate_json((p / RUN).read_text("utf-8"))
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise RunDirectoryError(f"{p / RUN}: invalid run.json: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+    if verify and info.files:
+        for name, want in info.files.items():
+            f = p / name
+            if not f.exists():
+                raise RunDirectoryError(f"{f}: listed in run.json but missing")
+            got = file_digest(str(f))
+            if got != want:
+                raise RunDirectoryError(f"{f}: content changed since the run finished (digest {got}, "
+                                        f"run.json says {want})")
+    trials, issues = _read_trials(p / TRIALS, repair=False)
+    errors = [i for i in issues if i.severity == "error"]
+    if errors:
+        raise ManifestValidationError(errors)
+    env = None
+    if (p / ENVIRONMENT).exists():
+        try:
+            env = Environment.model_validate_json((p / ENVIRONMENT).read_text("utf-8"))
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            raise RunDirectoryError(f"{p / ENVIRONMENT}: invalid: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+    return Run(path=p, manifest=res.model, info=info, trials=trials, environment=env, issues=issues)
+
+
+def iter_keys(records: Iterable[TrialRecord]) -> list[tuple[str, int, int]]:
+    return [(r.task_id, r.attempt, r.try_index) for r in records]
