@@ -24,6 +24,7 @@ import hashlib
 import json
 import math
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,7 @@ MANAGED_BY = "evalmanifest"
 GPU_RESOURCE = "nvidia.com/gpu"
 PROBE_BEGIN = "@@evalmanifest-probe-begin"
 PROBE_END = "@@evalmanifest-probe-end"
+REWARD_MARK = "@@evalmanifest-reward"
 #: Job pod names get a 6-char suffix; keep our names short enough for the job-name label (63)
 MAX_NAME = 52
 
@@ -62,6 +64,8 @@ class RenderOptions:
     probe: bool = False
     """Wrap the command so the in-container probe prints its key=value block before and after it."""
     probe_script: str | None = None
+    reward_path: str | None = None
+    """With the probe wrapper: print this file (the task's reward) to the log after the command."""
     backoff_limit: int = 0
     oom_policy: str = "infra_error"
     grace_sec: int | None = None
@@ -265,6 +269,8 @@ def _command(task: ResolvedTask, opts: RenderOptions) -> dict[str, Any]:
         'p="$1"; shift; '
         f'echo "{PROBE_BEGIN} phase=start"; sh -c "$p" </dev/null 2>/dev/null; echo "{PROBE_END}"; '
         f"{run_cmd}; rc=$?; "
+        + (f'echo "{REWARD_MARK} $(head -c 64 {shlex.quote(opts.reward_path)} 2>/dev/null)"; ' if opts.reward_path else "")
+        + 
         f'echo "{PROBE_BEGIN} phase=end"; sh -c "$p" </dev/null 2>/dev/null; echo "{PROBE_END}"; '
         'exit "$rc"'
     )
