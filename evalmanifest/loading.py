@@ -112,7 +112,7 @@ class SourceMap:
         """Location of the value at ``path``; with ``key=True`` the location of its mapping key."""
         path = list(path)
         if not path:
-            return (1, 1)
+            return self._root_location()
         if not self._built:
             q = self._quick(path, key)
             if q is not None:
@@ -144,6 +144,13 @@ class SourceMap:
             best = (node.start_mark.line + 1, node.start_mark.column + 1)
         return best
 
+    def _root_location(self) -> tuple[int, int]:
+        for i, line in enumerate(self._text.split("\n", 1000)[:1000]):
+            st = line.strip()
+            if st and not st.startswith("#") and st != "---":
+                return (i + 1, len(line) - len(line.lstrip()) + 1)
+        return (1, 1)
+
     def first_alias(self) -> tuple[int, int]:
         from ruamel.yaml.events import AliasEvent
 
@@ -171,8 +178,6 @@ class Document:
         existing = _deepest_existing(self.data, path)
         if len(existing) < len(path):
             # the field is absent: point at its nearest present parent
-            if not existing:
-                return (1, 1)
             return self.source.locate(existing, key=False)
         return self.source.locate(path, key=key)
 

@@ -1,0 +1,1 @@
+"""Importers: turn other harnesses' task configs and results into evalmanifest documents."""
