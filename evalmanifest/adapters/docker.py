@@ -1,0 +1,714 @@
+"""Docker adapter: run a manifest on a real Docker engine with floor != ceiling, and capture what was in force.
+
+* ``render`` turns one task attempt into the exact JSON body of ``POST /containers/create`` (Engine API),
+  following the enforcement vocabulary (reference/enforcement.md section 4):
+
+  ========== ============================================================================================
+  pinned     ``Memory=M``, ``MemorySwap=M``, ``MemoryReservation=M``, ``NanoCpus=C``, ``CpuShares``
+  banded     ``Memory=M``, ``MemoryReservation=F``, ``MemorySwap=M``, ``NanoCpus=Cc``, ``CpuShares=Cf*1024``
+  soft       ``MemoryReservation=F``, ``Memory=0`` (the ceiling is nominal: recorded in labels only)
+  uncapped   everything 0
+  throttled  ``UnsupportedEnforcementError`` (needs ``memory.high``: ``cgroup2.direct``)
+  provider_managed ``UnsupportedEnforcementError``
+  ========== ============================================================================================
+
+  Always: not privileged, no bind mounts (so never the Docker socket), ``no-new-privileges``, network
+  ``none`` when the manifest denies the internet, no restart, never auto-remove.
+* ``run`` (``evalmanifest.adapters.docker_run``): create -> put wrapper+probe -> start -> wait with the
+  task timeout -> inspect -> read probe output and reward -> remove.
+* ``classify``: the outcome decision table for Docker (OOM from ``State.OOMKilled`` and the memcg
+  ``oom_kill`` counter, never from exit 137 alone; a timeout is always ``timeout``).
+* ``capture``: host facts from ``docker version``/``info``; per trial ``observe`` compares the HostConfig
+  read back and the probe with what was declared.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalmanifest.adapters.base import Adapter, Capabilities, Capability, RunResult, Support
+from evalmanifest.capture import UNLIMITED, probe_summary
+from evalmanifest.errors import (
+    AdapterError,
+    BackendError,
+    Issue,
+    ManifestValidationError,
+    MissingOptionalDependencyError,
+)
+from evalmanifest.models.manifest import EvalManifest, Task
+from evalmanifest.resolve import ResolvedTask
+
+LABEL_PREFIX = "io.evalmanifest."
+L_MANAGED = LABEL_PREFIX + "managed"
+L_RUN_ID = LABEL_PREFIX + "run-id"
+L_TASK = LABEL_PREFIX + "task-id"
+L_ATTEMPT = LABEL_PREFIX + "attempt"
+L_TRY = LABEL_PREFIX + "try"
+L_METHOD = LABEL_PREFIX + "method"
+L_DIGEST = LABEL_PREFIX + "manifest-digest"
+L_RUNNER_HOST = LABEL_PREFIX + "runner-host"
+L_RUNNER_PID = LABEL_PREFIX + "runner-pid"
+L_RUNNER_START = LABEL_PREFIX + "runner-start"
+L_NOMINAL = LABEL_PREFIX + "nominal-ceiling."
+
+SUPPORT_DIR = "/.evalmanifest"
+WRAPPER = f"{SUPPORT_DIR}/run.sh"
+PROBE_PATH = f"{SUPPORT_DIR}/probe.sh"
+PROBE_OUT = "probe.out"
+RC_OUT = "rc"
+PAGE = 4096
+
+#: the in-container wrapper: runs the task as a child (so an OOM kill picks the task, not PID 1), forwards
+#: SIGTERM from ``docker stop``, then runs the probe while the cgroup still exists.
+WRAPPER_SCRIPT = r"""#!/bin/sh
+# evalmanifest trial wrapper (PID 1): task command as a child, then the environment probe.
+D=/.evalmanifest
+"$@" </dev/null &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+while :; do
+    wait "$child"
+    rc=$?
+    kill -0 "$child" 2>/dev/null || break
+done
+sh "$D/probe.sh" >"$D/probe.out" 2>/dev/null
+echo "$rc" >"$D/rc"
+exit "$rc"
+"""
+
+CAPABILITIES = Capabilities(
+    methods={
+        "pinned": Capability(Support.supported, "Memory = MemorySwap = MemoryReservation = ceiling; NanoCpus"),
+        "banded": Capability(
+            Support.supported,
+            "Memory = ceiling (hard OOM kill), MemoryReservation = floor (soft: v1 soft limit / v2 memory.low, "
+            "not a guarantee), CpuShares from the CPU floor, NanoCpus = CPU ceiling",
+        ),
+        "soft": Capability(Support.supported, "MemoryReservation = floor, Memory = 0; the ceiling is nominal"),
+        "uncapped": Capability(Support.supported, "all limits 0"),
+        "throttled": Capability(
+            Support.unsupported, "Docker has no memory.high flag; use cgroup2.direct under --cgroup-parent"
+        ),
+        "provider_managed": Capability(Support.unsupported, "the provider, not Docker, decides the limits"),
+    },
+    resources={
+        "memory": Capability(Support.supported, "Memory / MemoryReservation / MemorySwap"),
+        "cpu": Capability(Support.supported, "NanoCpus (CFS quota: throttles, never kills) / CpuShares"),
+        "pids": Capability(Support.supported, "PidsLimit (fork fails with EAGAIN, no kill)"),
+        "ephemeral_storage": Capability(
+            Support.nominal,
+            "--storage-opt size= works only on overlay2 over xfs+pquota, devicemapper, btrfs, zfs: the ceiling "
+            "is recorded, not enforced (disk_ceiling_enforcement: none)",
+        ),
+        "gpu": Capability(Support.partial, "DeviceRequests (needs nvidia-container-toolkit on the host)"),
+    },
+    features={
+        "oom_evidence": Capability(Support.supported, "State.OOMKilled + memcg oom_kill counter from the probe"),
+        "timeout": Capability(Support.supported, "harness kill: docker stop (SIGTERM, grace) then SIGKILL"),
+        "network_deny": Capability(Support.supported, "NetworkMode none"),
+        "network_allowlist": Capability(Support.unsupported, "no per-host egress filter: denied means none"),
+        "swap": Capability(Support.supported, "MemorySwap = Memory (none) or -1 (allowed)"),
+        "oom_group": Capability(Support.unsupported, "Docker does not set memory.oom.group"),
+        "resume": Capability(Support.supported, "trials.jsonl is durable; --resume runs only missing trials"),
+    },
+)
+
+
+def _millicores_to_shares(m: int) -> int:
+    return max(2, m * 1024 // 1000)
+
+
+def _sanitize(s: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_.-]", "-", s)[:60].strip("-.") or "task"
+
+
+def container_name(run_id: str, task_id: str, attempt: int, try_index: int) -> str:
+    return f"em-{_sanitize(run_id)[:24]}-{_sanitize(task_id)}-a{attempt}-t{try_index}"
+
+
+def _argv(command: list[str] | str | None) -> list[str] | None:
+    if command is None:
+        return None
+    if isinstance(command, str):
+        return ["/bin/sh", "-c", command]
+    return list(command)
+
+
+def effective_method(task: ResolvedTask) -> tuple[str, bool]:
+    """The method to emit and whether it was inferred (manifest left it undocumented)."""
+    if task.method is not None:
+        return task.method, False
+    mem, cpu = task.resources["memory"], task.resources["cpu"]
+    ceilings = [r.ceiling for r in (mem, cpu) if r.ceiling is not None]
+    floors = [r.floor for r in (mem, cpu) if r.floor is not None]
+    if ceilings:
+        same = all(r.floor in (None, r.ceiling) for r in (mem, cpu) if r.ceiling is not None)
+        return ("pinned" if same else "banded"), True
+    if floors:
+        return "soft", True
+    return "uncapped", True
+
+
+def render_host_config(task: ResolvedTask, method: str) -> tuple[dict[str, Any], list[str]]:
+    """HostConfig resource fields for ``method`` plus notes about what is recorded but not enforced."""
+    mem, cpu, pids = task.resources["memory"], task.resources["cpu"], task.resources["pids"]
+    notes: list[str] = []
+    hc: dict[str, Any] = {
+        "Memory": 0,
+        "MemoryReservation": 0,
+        "MemorySwap": 0,
+        "NanoCpus": 0,
+        "CpuShares": 0,
+        "PidsLimit": 0,
+        "OomKillDisable": False,
+    }
+    if method == "pinned":
+        m = mem.ceiling if mem.ceiling is not None else mem.floor
+        if mem.floor is not None and mem.ceiling is not None and mem.floor != mem.ceiling:
+            raise ManifestValidationError(
+                [Issue(f"method pinned needs memory floor == ceiling for task {task.task_id!r}", "$.resources")]
+            )
+        c = cpu.ceiling if cpu.ceiling is not None else cpu.floor
+        if cpu.floor is not None and cpu.ceiling is not None and cpu.floor != cpu.ceiling:
+            raise ManifestValidationError(
+                [Issue(f"method pinned needs cpu floor == ceiling for task {task.task_id!r}", "$.resources")]
+            )
+        if m is not None:
+            hc["Memory"] = m
+            hc["MemoryReservation"] = m
+            hc["MemorySwap"] = m if task.swap == "none" else -1
+        if c is not None:
+            hc["NanoCpus"] = c * 1_000_000
+            hc["CpuShares"] = _millicores_to_shares(c)
+        if pids.ceiling is not None:
+            hc["PidsLimit"] = pids.ceiling
+    elif method == "banded":
+        if mem.ceiling is not None:
+            hc["Memory"] = mem.ceiling
+            hc["MemorySwap"] = mem.ceiling if task.swap == "none" else -1
+        if mem.floor is not None:
+            if mem.ceiling is not None and mem.floor > mem.ceiling:
+                raise ManifestValidationError(
+                    [Issue(f"memory floor above ceiling for task {task.task_id!r}", "$.resources")]
+                )
+            hc["MemoryReservation"] = mem.floor
+        if cpu.ceiling is not None:
+            hc["NanoCpus"] = cpu.ceiling * 1_000_000
+        if cpu.floor is not None:
+            hc["CpuShares"] = _millicores_to_shares(cpu.floor)
+        if pids.ceiling is not None:
+            hc["PidsLimit"] = pids.ceiling
+    elif method == "soft":
+        if mem.floor is not None:
+            hc["MemoryReservation"] = mem.floor
+        if cpu.floor is not None:
+            hc["CpuShares"] = _millicores_to_shares(cpu.floor)
+        for rname in ("memory", "cpu", "pids"):
+            if task.resources[rname].ceiling is not None:
+                notes.append(f"{rname} ceiling {task.resources[rname].ceiling} is nominal under soft: not enforced")
+    elif method == "uncapped":
+        pass
+    else:  # pragma: no cover - check_supported raised before
+        raise AdapterError(f"method {method!r} not handled")
+    storage = task.resources["ephemeral_storage"]
+    if storage.ceiling is not None:
+        notes.append("ephemeral_storage ceiling recorded but not enforced (docker.hostconfig: no disk quota)")
+    gpu = task.resources["gpu"]
+    if gpu.ceiling:
+        hc["DeviceRequests"] = [{"Driver": "nvidia", "Count": gpu.ceiling, "Capabilities": [["gpu"]]}]
+    return hc, notes
+
+
+@dataclass
+class Evidence:
+    """Everything ``classify`` looks at for one finished (or failed) container."""
+
+    timed_out: bool = False
+    create_error: str | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    memory_limit: int = 0  # HostConfig.Memory read back
+    probe: dict[str, str] = field(default_factory=dict)
+    exit_code: int | None = None
+    success_kind: str = "exit_code"
+    reward: float | None = None
+    threshold: float = 1.0
+    oom_at_ceiling_counts_as: str = "infra_error"
+
+
+def classify(ev: Evidence) -> tuple[str, str | None, str]:
+    """(outcome, infra_cause, classification) from the Docker evidence.
+
+    Priority: sandbox failure > timeout > OOM (``State.OOMKilled`` or memcg ``oom_kill`` > 0; at the
+    container's own ceiling when one was set, else system) > SIGKILL without OOM evidence > task result.
+    A timeout is never an OOM; exit 137 alone is never an OOM; a child OOM with exit 0 is an OOM.
+    """
+    if ev.create_error is not None:
+        return "infra_error", "sandbox_failed", "sandbox_failed"
+    if ev.timed_out:
+        return "timeout", None, "timeout"
+    summ = probe_summary(ev.probe) if ev.probe else {}
+    oom_count = summ.get("oom_kill_count") or 0
+    oom_flag = bool(ev.state.get("OOMKilled"))
+    if oom_flag or oom_count > 0:
+        probe_limit = summ.get("memory_limit_bytes")
+        at_ceiling = ev.memory_limit > 0 or isinstance(probe_limit, int)
+        if at_ceiling:
+            if ev.oom_at_ceiling_counts_as == "failure":
+                return "failure", None, "oom_at_ceiling"
+            return "infra_error", "oom_at_ceiling", "oom_at_ceiling"
+        return "infra_error", "oom_system", "oom_system"
+    if ev.state.get("Error"):
+        return "infra_error", "sandbox_failed", "runtime_error"
+    if ev.exit_code == 137:
+        return "infra_error", "killed_other", "killed_other"
+    if ev.success_kind == "reward_file":
+        if ev.reward is not None and ev.reward >= ev.threshold:
+            return "success", None, "completed"
+        return "failure", None, "task_error" if ev.reward is not None else "reward_missing"
+    if ev.exit_code == 0:
+        return "success", None, "completed"
+    return "failure", None, "task_error"
+
+
+def _cmp(declared: int | None, observed: int | str | None, tolerance: int = 0) -> bool | str:
+    """honoured for a ceiling: declared None means "no limit" must be observed as unlimited."""
+    if observed is None:
+        return "unknown"
+    if declared is None:
+        return observed == UNLIMITED
+    if observed == UNLIMITED:
+        return False
+    return abs(int(observed) - declared) <= tolerance
+
+
+def observe(task: ResolvedTask, method: str, host_config: dict[str, Any], probe: dict[str, str]) -> dict[str, dict]:
+    """Per resource: declared vs observed (read back from the engine and the in-container probe)."""
+    summ = probe_summary(probe) if probe else {}
+    out: dict[str, dict] = {}
+    nominal = method in ("soft", "uncapped")
+
+    # memory -----------------------------------------------------------------------------------------
+    mem = task.resources["memory"]
+    hc_mem = host_config.get("Memory") or 0
+    probe_mem = summ.get("memory_limit_bytes")
+    obs_ceiling: int | str | None = probe_mem if probe_mem is not None else (hc_mem or UNLIMITED)
+    hc_res = host_config.get("MemoryReservation") or 0
+    probe_floor = summ.get("memory_floor_bytes")
+    obs_floor: int | str | None = probe_floor if probe_floor is not None else (hc_res or UNLIMITED)
+    notes = [f"HostConfig.Memory={hc_mem}", f"HostConfig.MemoryReservation={hc_res}"]
+    notes.append(f"HostConfig.MemorySwap={host_config.get('MemorySwap')}")
+    if probe_mem is not None and hc_mem and probe_mem != hc_mem:
+        notes.append(f"probe limit {probe_mem} differs from HostConfig {hc_mem}")
+    decl_ceiling = None if nominal else mem.ceiling
+    honoured = _cmp(decl_ceiling, obs_ceiling, PAGE - 1)
+    if method != "uncapped" and mem.floor is not None and honoured is True:
+        if obs_floor in (None, UNLIMITED) or abs(int(obs_floor) - mem.floor) >= PAGE:
+            honoured = False
+            notes.append("memory reservation read back differs from the declared floor")
+    if method == "soft" and mem.ceiling is not None:
+        peak = summ.get("memory_peak_bytes")
+        if isinstance(peak, int) and peak > mem.ceiling:
+            notes.append("exceeded_nominal_ceiling")
+    notes.append("floor is a soft reservation (v1 soft limit / v2 memory.low), not a guarantee")
+    if mem.floor is not None or mem.ceiling is not None or method == "uncapped":
+        out["memory"] = {
+            "declared_floor": mem.floor,
+            "declared_ceiling": mem.ceiling,
+            "observed_floor": obs_floor if isinstance(obs_floor, int) else None,
+            "observed_ceiling": obs_ceiling if isinstance(obs_ceiling, int) else None,
+            "honoured": honoured,
+            "note": "; ".join(notes),
+        }
+
+    # cpu ----------------------------------------------------------------------------------------------
+    cpu = task.resources["cpu"]
+    nano = host_config.get("NanoCpus") or 0
+    quota, period = host_config.get("CpuQuota") or 0, host_config.get("CpuPeriod") or 0
+    hc_cpu: int | str = nano // 1_000_000 if nano else (quota * 1000 // period if quota > 0 and period else UNLIMITED)
+    probe_cpu = summ.get("cpu_limit_millicores")
+    obs_cpu = probe_cpu if probe_cpu is not None else hc_cpu
+    shares = host_config.get("CpuShares") or 0
+    cnotes = [f"HostConfig.NanoCpus={nano}", f"HostConfig.CpuShares={shares}"]
+    if summ.get("cpu_shares") is not None:
+        cnotes.append(f"cpu.shares={summ['cpu_shares']}")
+    if summ.get("cpu_weight") is not None:
+        cnotes.append(f"cpu.weight={summ['cpu_weight']}")
+    c_honoured = _cmp(None if nominal else cpu.ceiling, obs_cpu, 1)
+    if method in ("pinned", "banded") and cpu.floor is not None and c_honoured is True:
+        want = _millicores_to_shares(cpu.floor)
+        seen = summ.get("cpu_shares") if summ.get("cpu_shares") is not None else shares
+        if seen != want and summ.get("cpu_weight") is None:
+            c_honoured = False
+            cnotes.append(f"cpu shares {seen} != {want}")
+    if cpu.floor is not None or cpu.ceiling is not None or method == "uncapped":
+        out["cpu"] = {
+            "declared_floor": cpu.floor,
+            "declared_ceiling": cpu.ceiling,
+            "observed_floor": (shares * 1000 // 1024) if shares else None,
+            "observed_ceiling": obs_cpu if isinstance(obs_cpu, int) else None,
+            "honoured": c_honoured,
+            "note": "; ".join(cnotes),
+        }
+
+    # pids -----------------------------------------------------------------------------------------------
+    pids = task.resources["pids"]
+    if pids.ceiling is not None or pids.floor is not None:
+        hc_p = host_config.get("PidsLimit") or 0
+        probe_p = summ.get("pids_limit")
+        obs_p = probe_p if probe_p is not None else (hc_p if hc_p > 0 else UNLIMITED)
+        out["pids"] = {
+            "declared_floor": pids.floor,
+            "declared_ceiling": pids.ceiling,
+            "observed_floor": None,
+            "observed_ceiling": obs_p if isinstance(obs_p, int) else None,
+            "honoured": _cmp(None if nominal else pids.ceiling, obs_p),
+            "note": f"HostConfig.PidsLimit={hc_p}",
+        }
+
+    # ephemeral storage: never enforced here -----------------------------------------------------------
+    st = task.resources["ephemeral_storage"]
+    if st.ceiling is not None or st.floor is not None:
+        out["ephemeral_storage"] = {
+            "declared_floor": st.floor,
+            "declared_ceiling": st.ceiling,
+            "observed_floor": None,
+            "observed_ceiling": None,
+            "honoured": False if st.ceiling is not None and not nominal else "unknown",
+            "note": "not enforced by docker.hostconfig (no StorageOpt quota on this storage driver)",
+        }
+
+    gpu = task.resources["gpu"]
+    if gpu.ceiling:
+        reqs = host_config.get("DeviceRequests") or []
+        count = sum(int(r.get("Count") or 0) for r in reqs)
+        out["gpu"] = {
+            "declared_floor": gpu.floor,
+            "declared_ceiling": gpu.ceiling,
+            "observed_floor": None,
+            "observed_ceiling": count or None,
+            "honoured": "unknown" if count == gpu.ceiling else False,
+            "note": "DeviceRequests read back; device visibility needs nvidia-smi in the image",
+        }
+    return out
+
+
+HOSTCONFIG_FIELDS = (
+    "Memory",
+    "MemoryReservation",
+    "MemorySwap",
+    "NanoCpus",
+    "CpuQuota",
+    "CpuPeriod",
+    "CpuShares",
+    "CpusetCpus",
+    "PidsLimit",
+    "OomKillDisable",
+    "Runtime",
+    "CgroupnsMode",
+    "StorageOpt",
+    "DeviceRequests",
+    "NetworkMode",
+    "Privileged",
+    "SecurityOpt",
+    "ReadonlyRootfs",
+)
+STATE_FIELDS = ("Status", "ExitCode", "OOMKilled", "Error", "StartedAt", "FinishedAt")
+
+
+def pick(d: dict[str, Any] | None, keys: tuple[str, ...]) -> dict[str, Any]:
+    d = d or {}
+    return {k: d.get(k) for k in keys if k in d}
+
+
+def docker_client(timeout: int = 120, pool: int = 10):
+    """A Docker SDK client from the environment (``DOCKER_HOST``...), checked with a ping."""
+    try:
+        import docker  # noqa: PLC0415
+    except ImportError as e:
+        raise MissingOptionalDependencyError("docker", "docker", "the Docker adapter") from e
+    try:
+        client = docker.from_env(timeout=timeout, max_pool_size=pool)
+        client.ping()
+    except Exception as e:  # DockerException, requests ConnectionError...
+        raise BackendError(f"cannot reach the Docker engine ({e}); start dockerd or set DOCKER_HOST") from e
+    return client
+
+
+def host_facts(client) -> dict[str, Any]:
+    """Host facts once per run, shaped like ``Environment.host``. Whitelisted fields only (``docker info``
+    also carries proxy URLs and registry config, which may hold credentials)."""
+    info = client.info()
+    ver = client.version()
+    cg = info.get("CgroupVersion")
+    return {
+        "hostname": info.get("Name"),
+        "kernel": info.get("KernelVersion"),
+        "os": info.get("OperatingSystem"),
+        "arch": info.get("Architecture"),
+        "cpus": info.get("NCPU"),
+        "memory_bytes": info.get("MemTotal"),
+        "container_runtime": "docker",
+        "runtime_version": ver.get("Version"),
+        "runtimes": sorted((info.get("Runtimes") or {}).keys()),
+        "cgroup_version": f"v{cg}" if cg in ("1", "2") else None,
+        "cgroup_driver": info.get("CgroupDriver"),
+        "details": {
+            "api_version": ver.get("ApiVersion"),
+            "default_runtime": info.get("DefaultRuntime"),
+            "storage_driver": info.get("Driver"),
+            "security_options": info.get("SecurityOptions"),
+            "swap_limit": info.get("SwapLimit"),
+            "memory_limit": info.get("MemoryLimit"),
+            "cpu_cfs_quota": info.get("CpuCfsQuota"),
+            "cpu_shares": info.get("CPUShares"),
+            "pids_limit": info.get("PidsLimit"),
+            "oom_kill_disable": info.get("OomKillDisable"),
+            "runc_commit": (info.get("RuncCommit") or {}).get("ID"),
+            "containerd_commit": (info.get("ContainerdCommit") or {}).get("ID"),
+        },
+    }
+
+
+class DockerAdapter(Adapter):
+    """The Docker Engine adapter (``--adapter docker``)."""
+
+    name = "docker"
+    default_format = "json"
+
+    def __init__(self, client=None, progress: bool | None = None):
+        self._client = client
+        self.progress = progress
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = docker_client()
+        return self._client
+
+    def capabilities(self) -> Capabilities:
+        return CAPABILITIES
+
+    def render(self, manifest: EvalManifest, task: str | Task | ResolvedTask, attempt: int = 0) -> dict[str, Any]:
+        """The ``POST /containers/create`` body (``config``) plus the run-independent metadata."""
+        rt = self.resolved_task(manifest, task)
+        self.check_supported(rt)
+        method, inferred = effective_method(rt)
+        hc, notes = render_host_config(rt, method)
+        if rt.image is None:
+            raise AdapterError(f"task {rt.task_id!r} has no image: the Docker adapter needs one")
+        if rt.mechanism not in (None, "docker.hostconfig"):
+            notes.append(f"manifest mechanism {rt.mechanism!r}; the Docker adapter enforces via docker.hostconfig")
+        if rt.internet == "denied" and rt.allowed_hosts:
+            notes.append("allowed_hosts cannot be enforced by Docker: the network is none")
+        if inferred:
+            notes.append(f"enforcement.method not declared; emitted as {method!r} from floors/ceilings")
+        grace = manifest.timeouts.kill.grace_sec
+        labels = {
+            L_MANAGED: "1",
+            L_TASK: rt.task_id,
+            L_ATTEMPT: str(attempt),
+            L_METHOD: method,
+        }
+        for rname in ("memory", "cpu", "pids", "ephemeral_storage"):
+            r = rt.resources[rname]
+            if r.ceiling is not None and (method in ("soft", "uncapped") or rname == "ephemeral_storage"):
+                labels[L_NOMINAL + rname] = str(r.ceiling)
+        host_config = {
+            **hc,
+            "NetworkMode": "none" if rt.internet == "denied" else "bridge",
+            "Privileged": False,
+            "SecurityOpt": ["no-new-privileges"],
+            "ReadonlyRootfs": False,
+            "Binds": [],
+            "Mounts": [],
+            "AutoRemove": False,
+            "RestartPolicy": {"Name": "no"},
+            "Init": False,
+        }
+        argv = _argv(rt.command)
+        config: dict[str, Any] = {
+            "Image": rt.image,
+            "Entrypoint": ["/bin/sh", WRAPPER],
+            "Cmd": argv,
+            "WorkingDir": rt.workdir or "",
+            "Env": [f"{k}={v}" for k, v in sorted(rt.env.items())],
+            "Labels": labels,
+            "AttachStdin": False,
+            "OpenStdin": False,
+            "Tty": False,
+            "NetworkDisabled": rt.internet == "denied",
+            "StopSignal": "SIGTERM",
+            "StopTimeout": int(round(grace)),
+            "HostConfig": host_config,
+        }
+        return {
+            "task_id": rt.task_id,
+            "attempt": attempt,
+            "method": method,
+            "mechanism": "docker.hostconfig",
+            "timeout_sec": rt.timeouts.total_sec,
+            "kill_grace_sec": grace,
+            "command_from_image": argv is None,
+            "success": rt.success.model_dump(mode="json"),
+            "notes": notes,
+            "config": config,
+        }
+
+    def run(
+        self,
+        manifest: EvalManifest,
+        out_dir: str | Path,
+        concurrency: int | None = None,
+        resume: bool = False,
+        **options: Any,
+    ) -> RunResult:
+        from evalmanifest.adapters.docker_run import DockerRunner  # noqa: PLC0415
+
+        progress = options.pop("progress", self.progress)
+        runner = DockerRunner(self, manifest, Path(out_dir), concurrency=concurrency, resume=resume,
+                              progress=progress, **options)
+        return runner.run()
+
+    def capture(self, **options: Any) -> dict[str, Any]:
+        return host_facts(self.client)
+
+    def gc(self, all_hosts: bool = False, run_id: str | None = None) -> list[str]:
+        from evalmanifest.adapters.docker_run import gc_orphans  # noqa: PLC0415
+
+        return gc_orphans(self.client, all_hosts=all_hosts, run_id=run_id)
+
+
+# --- generated artifacts ------------------------------------------------------------------------------
+def _examples(root: Path) -> list[Path]:
+    d = root / "spec" / "examples" / "valid"
+    return sorted([p for p in d.glob("*") if p.suffix in (".yaml", ".yml", ".json")]) if d.is_dir() else []
+
+
+def render_example(path: Path) -> dict[str, Any]:
+    """Golden form of one spec example: every task's attempt 0, or the error for unsupported methods."""
+    from evalmanifest.errors import EvalManifestError  # noqa: PLC0415
+    from evalmanifest.loading import load_manifest  # noqa: PLC0415
+
+    m = load_manifest(path)
+    adapter = DockerAdapter()
+    out: dict[str, Any] = {"example": path.name, "adapter": "docker"}
+    try:
+        out["containers"] = [adapter.render(m, t.id, 0) for t in m.tasks]
+    except EvalManifestError as e:
+        out["error"] = {"type": type(e).__name__, "message": e.diagnostics()}
+    return out
+
+
+def readme_text(root: Path | None = None) -> str:
+    caps = CAPABILITIES
+    lines = [
+        "# Docker adapter",
+        "",
+        "<!-- GENERATED by evalmanifest.adapters.docker.regen_golden(); do not edit by hand. -->",
+        "",
+        "Runs every task x attempt of a manifest on a real Docker Engine: create -> copy wrapper and probe ->",
+        "start -> wait with the task timeout -> inspect -> read probe output and reward file -> remove. Never",
+        "`--rm` (it destroys `State.OOMKilled`). Containers carry `io.evalmanifest.run-id` and runner labels;",
+        "a new run or `evalmanifest gc` removes orphans of crashed runners.",
+        "",
+        "```",
+        "evalmanifest render --adapter docker MANIFEST [--task ID]",
+        "evalmanifest run --adapter docker MANIFEST --out RUN_DIR [--concurrency N] [--resume]",
+        "evalmanifest gc [--all-hosts]",
+        "```",
+        "",
+        "## Capability matrix",
+        "",
+        "| kind | name | support | how |",
+        "|---|---|---|---|",
+    ]
+    for kind, table in (("method", caps.methods), ("resource", caps.resources), ("feature", caps.features)):
+        for n, c in table.items():
+            lines.append(f"| {kind} | `{n}` | {c.support.value} | {c.note} |")
+    lines += [
+        "",
+        "## Method mapping (HostConfig)",
+        "",
+        "F = floor, M/C = ceiling (memory bytes / CPU millicores). `NanoCpus` = millicores x 10^6;",
+        "`CpuShares` = millicores x 1024 / 1000 (min 2).",
+        "",
+        "| method | Memory | MemoryReservation | MemorySwap (swap: none / allowed) | NanoCpus | CpuShares | PidsLimit |",
+        "|---|---|---|---|---|---|---|",
+        "| `pinned` | M | M | M / -1 | C | C | ceiling |",
+        "| `banded` | M | F | M / -1 | C | F | ceiling |",
+        "| `soft` | 0 | F | 0 | 0 | F | 0 (ceiling recorded as a label) |",
+        "| `uncapped` | 0 | 0 | 0 | 0 | 0 | 0 |",
+        "| `throttled` | error | | | | | |",
+        "| `provider_managed` | error | | | | | |",
+        "",
+        "Every container: `Privileged: false`, `SecurityOpt: [no-new-privileges]`, no binds or mounts (never the",
+        "Docker socket), `NetworkMode: none` when `network.internet: denied`, `RestartPolicy: no`,",
+        "`AutoRemove: false`. An undeclared method is inferred from the floors/ceilings and noted.",
+        "",
+        "## Outcome decision table",
+        "",
+        "| priority | evidence | outcome / infra cause |",
+        "|---|---|---|",
+        "| 1 | create/start/copy failed | `infra_error` / `sandbox_failed` |",
+        "| 2 | harness deadline hit (stop, then kill) | `timeout` (never OOM, whatever the exit code) |",
+        "| 3 | `State.OOMKilled` or memcg `oom_kill` > 0, a memory ceiling in force | `infra_error` / `oom_at_ceiling`"
+        " (or `failure` when `trials.oom_at_ceiling_counts_as: failure`), also when the shell exited 0 |",
+        "| 4 | same, no container ceiling | `infra_error` / `oom_system` |",
+        "| 5 | `State.Error` set | `infra_error` / `sandbox_failed` |",
+        "| 6 | exit 137 without OOM evidence | `infra_error` / `killed_other` |",
+        "| 7 | success rule (exit code 0, or reward file >= threshold) | `success` / `failure` |",
+        "",
+        "Infra errors are retried per `trials.infra_error_policy.retries`; every try is a line in",
+        "`trials.jsonl` (`final: false` for superseded tries).",
+        "",
+        "## Capture",
+        "",
+        "Once per run: `docker version`/`info` (server version, cgroup version and driver, runtimes, kernel,",
+        "CPUs, memory; CPU model from the first probe). Per trial: HostConfig read back after create",
+        f"({', '.join('`' + f + '`' for f in HOSTCONFIG_FIELDS[:10])}), `State`, and the probe",
+        "(`probe.sh`, run by the wrapper after the task command while the cgroup still exists). Per resource:",
+        "declared vs observed and `honoured: true | false | unknown`. Environment-variable values are never",
+        "recorded.",
+        "",
+    ]
+    if root is not None:
+        ex = _examples(root)
+        if ex:
+            lines += ["## Golden translations", "", "| example | file |", "|---|---|"]
+            for p in ex:
+                lines.append(f"| `{p.name}` | [golden/{p.stem}.container.json](golden/{p.stem}.container.json) |")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def golden_files(root: Path) -> dict[Path, str]:
+    """path -> content of every generated Docker artifact (README + one golden per spec example)."""
+    root = Path(root)
+    out: dict[Path, str] = {root / "adapters" / "docker" / "README.md": readme_text(root)}
+    for p in _examples(root):
+        out[root / "adapters" / "docker" / "golden" / f"{p.stem}.container.json"] = (
+            json.dumps(render_example(p), indent=2, sort_keys=True) + "\n"
+        )
+    return out
+
+
+def regen_golden(root: str | Path) -> list[Path]:
+    """Rewrite ``adapters/docker/`` (README + goldens) from the spec examples; returns the files written.
+    Stale goldens of removed examples are deleted."""
+    root = Path(root)
+    files = golden_files(root)
+    gdir = root / "adapters" / "docker" / "golden"
+    gdir.mkdir(parents=True, exist_ok=True)
+    for stale in gdir.glob("*.container.json"):
+        if stale not in files:
+            stale.unlink()
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    return sorted(files)
