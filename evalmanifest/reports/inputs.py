@@ -154,14 +154,13 @@ def run_window(side: Side) -> dict[str, Any]:
     """When the run actually ran (UTC), and what its manifest's schedule declared."""
     sched = side.manifest.schedule
     declared = [{"start": w.start, "end": w.end} for w in sched.windows]
-    out: dict[str, Any] = {"declared": declared, "timezone": sched.timezone}
+    out: dict[str, Any] = {"declared": declared, "timezone": sched.timezone, "observed": None}
     if not side.is_run:
         return out
     tc = side.trials()
     st = tc.started[np.isfinite(tc.started)]
     fi = tc.finished[np.isfinite(tc.finished)]
     if st.size == 0:
-        out.update(observed=None)
         return out
     hours = ((st // 3600) % 24).astype(np.int64)
     days = np.unique((st // 86400).astype(np.int64))

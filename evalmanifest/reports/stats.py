@@ -618,7 +618,7 @@ def decide(
     hci, cv = honest_interval(estimate, se, delta, alpha)
     if not p_value < alpha:
         v: Verdict = "within_statistical_noise"
-        reason = f"p = {p_value:.4g} >= alpha = {alpha:g}: the plain interval contains 0"
+        reason = f"p = {p_value:.4g} >= alpha = {alpha:g}: the difference is not statistically significant"
     elif delta > 0 and abs(estimate) <= cv * se:
         v = "within_infra_noise"
         reason = (

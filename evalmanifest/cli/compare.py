@@ -1,0 +1,42 @@
+"""``evalmanifest compare RUN_A RUN_B``"""
+
+from __future__ import annotations
+
+import click
+
+from evalmanifest.cli import handle_errors
+
+
+@click.command()
+@click.argument("run_a", type=click.Path(exists=True, file_okay=False))
+@click.argument("run_b", type=click.Path(exists=True, file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "md", "html"]), default="text", show_default=True)
+@click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Write the report here instead of stdout.")
+@click.option("--calibration", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Calibration file (spec/calibration.schema.json) to take the infra band from.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
+@click.option("--seed", type=int, default=None, help="Seed for Monte Carlo sign-flip (only used when not exact).")
+@handle_errors
+def compare(run_a: str, run_b: str, fmt: str, out: str | None, calibration: str | None, alpha: float,
+            seed: int | None) -> None:
+    """Compare two runs task by task and give one verdict.
+
+    \b
+    Verdicts: not_comparable, within_statistical_noise, within_infra_noise, exceeds_noise
+    (+ underpowered). Differences are RUN_B minus RUN_A. Exit 0 whatever the verdict;
+    1 on invalid input.
+    """
+    from evalmanifest.reports import stats
+    from evalmanifest.reports.compare import compare_runs
+    from evalmanifest.reports.render import render
+
+    report = compare_runs(run_a, run_b, alpha=alpha, calibration=calibration,
+                          seed=stats.DEFAULT_SEED if seed is None else seed)
+    text = render("compare", report, fmt)
+    if out:
+        from evalmanifest.rundir import atomic_write
+
+        atomic_write(out, text)
+        click.echo(f"{report['verdict']}: wrote {out}", err=True)
+    else:
+        click.echo(text, nl=False)

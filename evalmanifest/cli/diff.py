@@ -1,0 +1,33 @@
+"""``evalmanifest diff A B``"""
+
+from __future__ import annotations
+
+import click
+
+from evalmanifest.cli import handle_errors
+
+
+@click.command()
+@click.argument("a", type=click.Path(exists=True))
+@click.argument("b", type=click.Path(exists=True))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "md"]), default="text", show_default=True)
+@click.option("--calibration", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Calibration file to take the infra band from.")
+@handle_errors
+def diff(a: str, b: str, fmt: str, calibration: str | None) -> None:
+    """Every field that differs between two manifests or run directories.
+
+    Each difference is classified score-affecting or cosmetic, with the infra-noise band its
+    mismatch class allows and the resulting band δ. For run directories also declared vs
+    observed limits and the run windows.
+    """
+    from evalmanifest.reports.diff import diff_sides
+    from evalmanifest.reports.inputs import load_side
+    from evalmanifest.reports.noise import load_calibration
+    from evalmanifest.reports.render import render
+
+    cal = load_calibration(calibration) if calibration else None
+    report = diff_sides(load_side(a, "a"), load_side(b, "b"), calibration=cal)
+    from evalmanifest.reports.compare import clean
+
+    click.echo(render("diff", clean(report), fmt), nl=False)
