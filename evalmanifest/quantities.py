@@ -131,14 +131,14 @@ _DEC = [("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6),
 
 
 def format_bytes(n: int) -> str:
-    """Canonical bytes: the largest exact binary or decimal suffix (``2147483648`` -> ``"2Gi"``)."""
-    for suffix, size in _BIN:
-        if n and n % size == 0:
-            return f"{n // size}{suffix}"
-    for suffix, size in _DEC:
-        if n and n % size == 0:
-            return f"{n // size}{suffix}"
-    return str(n)
+    """Canonical bytes: the exact suffix giving the smallest number, binary on ties
+    (``2147483648`` -> ``"2Gi"``, ``2000000000`` -> ``"2G"``, ``1001`` -> ``"1001"``)."""
+    best = (n, str(n))
+    if n:
+        for suffix, size in _BIN + _DEC:
+            if n % size == 0 and n // size < best[0]:
+                best = (n // size, f"{n // size}{suffix}")
+    return best[1]
 
 
 def human_bytes(n: int | None) -> str:
