@@ -182,3 +182,24 @@ def test_probe_wrapper_runs_probe_then_command_and_keeps_exit_code(tmp_path):
     assert out.count("@@evalmanifest-probe-begin") == 2 and "task-output" in out
     assert out.index("phase=start") < out.index("task-output") < out.index("phase=end")
     assert "probe.version=" in out
+
+
+TB2_EXAMPLE = __import__("k8s_helpers").REPO / "spec" / "examples" / "valid" / "terminal-bench-2.0-banded-3x.yaml"
+
+
+@pytest.mark.skipif(not TB2_EXAMPLE.exists(), reason="spec/examples/valid/terminal-bench-2.0-banded-3x.yaml not present")
+@pytest.mark.parametrize("method", SUPPORTED_METHODS)
+def test_tb2_spec_example_every_method_every_version(method):
+    from evalmanifest.loading import load_manifest
+
+    man = load_manifest(TB2_EXAMPLE)
+    d = man.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    d["enforcement"]["method"] = method
+    if method != "banded":
+        d.get("resources", {}).pop("ceiling_multiplier", None)
+    man = EvalManifest.model_validate(d)
+    objs = KubernetesAdapter().render_manifest(man)
+    pods = [o for o in objs if o["kind"] == "Pod"]
+    assert len(pods) == 89
+    assert validate_objects(objs, K8S_VERSIONS) == []
+    assert {qos_class(p["spec"]) for p in pods} == {INTENDED_QOS[method]}

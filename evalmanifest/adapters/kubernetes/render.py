@@ -26,6 +26,7 @@ import math
 import re
 import shlex
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from evalmanifest.errors import AdapterError, UnsupportedEnforcementError
@@ -198,6 +199,11 @@ def container_resources(task: ResolvedTask) -> dict[str, dict[str, str]]:
     return out
 
 
+@lru_cache(maxsize=4096)
+def _qty(name: str, value: str) -> int:
+    return to_millicores(value) if name == "cpu" else to_bytes(value)
+
+
 def qos_class(pod_spec: dict[str, Any]) -> str:
     """The QoS class Kubernetes assigns to this pod spec (kubelet ``GetPodQOS`` semantics).
 
@@ -210,11 +216,10 @@ def qos_class(pod_spec: dict[str, Any]) -> str:
         req: dict[str, int] = {}
         lim: dict[str, int] = {}
         for name in ("cpu", "memory"):
-            conv = to_millicores if name == "cpu" else to_bytes
             if name in (res.get("limits") or {}):
-                lim[name] = conv(res["limits"][name])
+                lim[name] = _qty(name, str(res["limits"][name]))
             if name in (res.get("requests") or {}):
-                req[name] = conv(res["requests"][name])
+                req[name] = _qty(name, str(res["requests"][name]))
             elif name in lim:
                 req[name] = lim[name]
         return req, lim

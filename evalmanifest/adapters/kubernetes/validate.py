@@ -47,6 +47,7 @@ def _kv():
     return kubernetes_validate, utils
 
 
+@lru_cache(maxsize=1)
 def supported_versions() -> tuple[str, ...]:
     """Minor versions (``1.28`` ...) whose strict schemas the installed kubernetes-validate bundles."""
     _, utils = _kv()
