@@ -504,6 +504,8 @@ class DockerAdapter(Adapter):
             notes.append(f"manifest mechanism {rt.mechanism!r}; the Docker adapter enforces via docker.hostconfig")
         if rt.internet == "denied" and rt.allowed_hosts:
             notes.append("allowed_hosts cannot be enforced by Docker: the network is none")
+        if manifest.enforcement.oom_group == "container":
+            notes.append("oom_group container declared: Docker does not set memory.oom.group; the kernel kills one process")
         if inferred:
             notes.append(f"enforcement.method not declared; emitted as {method!r} from floors/ceilings")
         grace = manifest.timeouts.kill.grace_sec

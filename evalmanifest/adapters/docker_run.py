@@ -19,7 +19,6 @@ import socket
 import sys
 import tarfile
 import threading
-import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -37,7 +36,6 @@ from evalmanifest.adapters.docker import (
     L_RUNNER_START,
     L_TRY,
     PROBE_OUT,
-    RC_OUT,
     STATE_FIELDS,
     SUPPORT_DIR,
     WRAPPER_SCRIPT,
@@ -49,7 +47,7 @@ from evalmanifest.adapters.docker import (
 )
 from evalmanifest.canonical import digest
 from evalmanifest.capture import parse_probe, probe_script, probe_summary
-from evalmanifest.errors import AdapterError, BackendError, RunDirectoryError
+from evalmanifest.errors import AdapterError, RunDirectoryError
 from evalmanifest.models.manifest import EvalManifest
 from evalmanifest.models.trial import TrialRecord
 
@@ -57,74 +55,8 @@ OUTCOMES = ("success", "failure", "timeout", "infra_error")
 MAX_REWARD_BYTES = 1 << 20
 
 
-# --- small durable-file helpers ------------------------------------------------------------------------
 def utcnow() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    try:
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
-
-
-def load_trials(path: Path, repair: bool = False) -> list[TrialRecord]:
-    """Records of ``trials.jsonl``. A torn last line (crash mid-write) is dropped, and cut off with
-    ``repair``; any other bad line is an error."""
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    records: list[TrialRecord] = []
-    pos = 0
-    lines = data.split(b"\n")
-    for i, line in enumerate(lines):
-        last = i == len(lines) - 1
-        if not line.strip():
-            pos += len(line) + 1
-            continue
-        try:
-            records.append(TrialRecord.model_validate_json(line))
-        except ValueError as e:
-            if last:  # no trailing newline: torn write
-                if repair:
-                    with open(path, "r+b") as f:
-                        f.truncate(pos)
-                        f.flush()
-                        os.fsync(f.fileno())
-                break
-            raise RunDirectoryError(f"{path}:{i + 1}: not a valid trial record: {e}") from None
-        pos += len(line) + 1
-    return records
-
-
-class TrialLog:
-    """Append-only ``trials.jsonl``: one line per try, flushed and fsynced before returning."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._lock = threading.Lock()
-        self._f = open(path, "ab")
-
-    def append(self, rec: TrialRecord) -> None:
-        line = rec.model_dump_json(by_alias=True).encode("utf-8") + b"\n"
-        with self._lock:
-            self._f.write(line)
-            self._f.flush()
-            os.fsync(self._f.fileno())
-
-    def close(self) -> None:
-        self._f.close()
 
 
 # --- runner identity (for orphan detection) -----------------------------------------------------------
@@ -278,7 +210,7 @@ class DockerRunner:
         concurrency: int | None = None,
         resume: bool = False,
         progress: bool | None = None,
-        manifest_text: str | None = None,
+        manifest_text: str | None = None,  # accepted for API symmetry; the run stores the canonical YAML
         install_signal_handlers: bool | None = None,
     ):
         self.adapter = adapter
@@ -289,7 +221,6 @@ class DockerRunner:
             raise AdapterError("concurrency must be at least 1")
         self.resume = resume
         self.progress = sys.stderr.isatty() if progress is None else progress
-        self.manifest_text = manifest_text
         self.install_signal_handlers = (
             threading.current_thread() is threading.main_thread()
             if install_signal_handlers is None
@@ -304,63 +235,17 @@ class DockerRunner:
         self.identity = runner_identity()
         self._image_cmd: dict[str, list[str]] = {}
         self._support = _support_tar()
-        self.records: list[TrialRecord] = []
 
     # --- run directory -------------------------------------------------------------------------------
-    def _prepare_dir(self) -> dict[str, Any]:
-        from evalmanifest import __version__  # noqa: PLC0415
-
-        mdigest = digest(self.manifest)
-        run_json = self.out / "run.json"
-        if self.resume:
-            if not run_json.exists():
-                raise RunDirectoryError(f"{self.out}: no run.json to resume")
-            info = json.loads(run_json.read_text())
-            if info.get("manifest_digest") != mdigest:
-                raise RunDirectoryError(
-                    f"{self.out}: the run was started with manifest {info.get('manifest_digest')}, not {mdigest}"
-                )
-            if info.get("adapter") not in (None, "docker"):
-                raise RunDirectoryError(f"{self.out}: the run used adapter {info.get('adapter')!r}")
-            info["status"] = "running"
-            info.pop("finished_at", None)
-            return info
-        if (self.out / "trials.jsonl").exists() or run_json.exists():
-            raise RunDirectoryError(f"{self.out} already holds a run: use --resume or another --out")
-        self.out.mkdir(parents=True, exist_ok=True)
-        if self.manifest_text is not None:
-            atomic_write(self.out / "manifest.yaml", self.manifest_text)
-        else:
-            from ruamel.yaml import YAML  # noqa: PLC0415
-
-            y = YAML(typ="safe", pure=True)
-            y.default_flow_style = False
-            buf = io.StringIO()
-            y.dump(self.manifest.model_dump(mode="json", by_alias=True, exclude_defaults=True), buf)
-            atomic_write(self.out / "manifest.yaml", buf.getvalue())
-        run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
-        return {
-            "apiVersion": "evalmanifest.dev/v1alpha1",
-            "kind": "Run",
-            "run_id": run_id,
-            "tool": {"name": "evalmanifest", "version": __version__},
-            "adapter": "docker",
-            "manifest_digest": mdigest,
-            "status": "running",
-            "started_at": utcnow(),
-        }
-
-    def _write_run_json(self, info: dict[str, Any]) -> None:
-        from evalmanifest.models.run import RunInfo  # noqa: PLC0415
-
-        RunInfo.model_validate(info)
-        atomic_write(self.out / "run.json", json.dumps(info, indent=2) + "\n")
-
-    def _write_environment(self, host: dict[str, Any]) -> None:
+    def _environment(self, host: dict[str, Any]):
         from evalmanifest.models.environment import Environment  # noqa: PLC0415
 
+        host = dict(host)
         trials = []
-        for r in self.records:
+        for r in self.writer.records:
+            probe = dict(r.details.get("probe") or {})
+            if host.get("cpu_model") is None and probe.get("cpu.model"):
+                host["cpu_model"] = probe["cpu.model"]  # docker info has no CPU model: first probe's view
             trials.append(
                 {
                     "task_id": r.task_id,
@@ -370,19 +255,19 @@ class DockerRunner:
                     "resources": {k: v.model_dump(mode="json") for k, v in r.observed.items()},
                     "peak_memory_bytes": r.peaks.get("memory_bytes"),
                     "oom_kill_count": r.peaks.get("oom_kill_count"),
-                    "probe": dict(r.details.get("probe") or {}),
+                    "probe": probe,
                 }
             )
-        env = {
-            "apiVersion": "evalmanifest.dev/v1alpha1",
-            "kind": "Environment",
-            "adapter": "docker",
-            "captured_at": utcnow(),
-            "host": host,
-            "trials": trials,
-        }
-        Environment.model_validate(env)
-        atomic_write(self.out / "environment.json", json.dumps(env, indent=2) + "\n")
+        return Environment.model_validate(
+            {
+                "apiVersion": "evalmanifest.dev/v1alpha1",
+                "kind": "Environment",
+                "adapter": "docker",
+                "captured_at": utcnow(),
+                "host": host,
+                "trials": trials,
+            }
+        )
 
     # --- the loop ------------------------------------------------------------------------------------
     def _plan(self, done: list[TrialRecord]) -> list[Job]:
@@ -410,55 +295,52 @@ class DockerRunner:
 
     def run(self) -> RunResult:
         from evalmanifest.adapters.docker import host_facts  # noqa: PLC0415
+        from evalmanifest.rundir import RunWriter  # noqa: PLC0415
 
-        # Render everything first: an unsupported method fails before any container exists.
+        # Render everything first: an unsupported method fails before any container or file exists.
         for t in self.manifest.tasks:
             self.adapter.render(self.manifest, t.id, 0)
-        self.out.mkdir(parents=True, exist_ok=True)
-        lock = self._lock_dir()
-        try:
-            return self._run_locked(host_facts)
-        finally:
-            lock.close()
-
-    def _lock_dir(self):
-        import fcntl  # noqa: PLC0415
-
-        f = open(self.out / ".lock", "a")
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            f.close()
-            raise RunDirectoryError(f"{self.out} is being written by another evalmanifest process") from None
-        return f
-
-    def _run_locked(self, host_facts) -> RunResult:
         client = self.adapter.client
         self.api = client.api
-        info = self._prepare_dir()
-        run_id = info["run_id"]
-        self.run_id = run_id
+        self.writer = RunWriter(self.out, self.manifest, adapter="docker", resume=self.resume)
+        lock = self._lock_dir()
+        try:
+            return self._run_locked(client, host_facts(client))
+        finally:
+            self.writer.close()
+            os.close(lock)
+
+    def _lock_dir(self) -> int:
+        """flock on the run directory itself (no extra file): one writer per run directory."""
+        import fcntl  # noqa: PLC0415
+
+        fd = os.open(self.out, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise RunDirectoryError(f"{self.out} is being written by another evalmanifest process") from None
+        return fd
+
+    def _run_locked(self, client, host: dict[str, Any]) -> RunResult:
+        w = self.writer
+        self.run_id = w.run_id
+        self.host = host
         gc_orphans(client)  # crashed runners' containers, this run's included
-        done = load_trials(self.out / "trials.jsonl", repair=True)
-        self.records = list(done)
-        for r in done:
+        for r in w.records:
             if r.final:
                 self.counts[r.outcome] += 1
-        host = host_facts(client)
-        self.host = host
-        self._write_run_json(info)
-        self._write_environment(host)
-        jobs = self._plan(done)
-        log = TrialLog(self.out / "trials.jsonl")
-        total = sum(1 for _ in done if _.final) + len(jobs)
+        w.write_environment(self._environment(host))
+        jobs = self._plan(w.records)
+        total = len(w.completed()) + len(jobs)
         old_handlers = self._install_handlers()
-        prog = self._progress(total, sum(1 for r in done if r.final))
+        prog = self._progress(total, len(w.completed()))
         try:
             with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="em-docker") as ex:
                 pending = set()
                 it = iter(jobs)
                 for job in it:
-                    pending.add(ex.submit(self._job, job, log, prog))
+                    pending.add(ex.submit(self._job, job, prog))
                     if len(pending) >= self.concurrency:
                         break
                 while pending:
@@ -467,7 +349,7 @@ class DockerRunner:
                         fut.result()  # re-raise worker bugs
                     if not self.stop.is_set():
                         for job in it:
-                            pending.add(ex.submit(self._job, job, log, prog))
+                            pending.add(ex.submit(self._job, job, prog))
                             if len(pending) >= self.concurrency:
                                 break
         except BaseException:
@@ -475,25 +357,15 @@ class DockerRunner:
             self._kill_inflight()
             raise
         finally:
-            log.close()
             if prog is not None:
                 prog[0].stop()
             self._restore_handlers(old_handlers)
             status = "interrupted" if self.stop.is_set() else "complete"
-            info["status"] = status
-            info["finished_at"] = utcnow()
-            info["counts"] = dict(self.counts)
-            if status == "complete":
-                self._write_environment(host)
-                from evalmanifest.canonical import file_digest  # noqa: PLC0415
-
-                info["files"] = {
-                    n: file_digest(str(self.out / n)) for n in ("manifest.yaml", "environment.json", "trials.jsonl")
-                }
-            else:
-                self._write_environment(host)
-            self._write_run_json(info)
-        return RunResult(self.out, run_id, info["status"], dict(self.counts), {"max_inflight": self.max_inflight})
+            w.write_environment(self._environment(host))
+            info = w.finish(status)
+        return RunResult(
+            self.out, self.run_id, info.status, info.counts.model_dump(), {"max_inflight": self.max_inflight}
+        )
 
     # --- signals -------------------------------------------------------------------------------------
     def _install_handlers(self):
@@ -551,7 +423,7 @@ class DockerRunner:
         )
 
     # --- one job (all tries of one attempt) ----------------------------------------------------------
-    def _job(self, job: Job, log: TrialLog, prog) -> None:
+    def _job(self, job: Job, prog) -> None:
         retries = self.manifest.trials.infra_error_policy.retries
         for try_index in range(job.start_try, retries + 1):
             if self.stop.is_set():
@@ -563,9 +435,8 @@ class DockerRunner:
             rec.final = final
             if rec.outcome == "infra_error" and final:
                 rec.details["infra_error_policy_then"] = self.manifest.trials.infra_error_policy.then
-            log.append(rec)
             with self.counts_lock:
-                self.records.append(rec)
+                self.writer.append(rec)  # flush + fsync before the next try starts
                 if final:
                     self.counts[rec.outcome] += 1
                 if prog is not None and final:
@@ -709,4 +580,4 @@ def observe_for(adapter, manifest, task_id: str, method: str, hc: dict, probe: d
     return observe(rt, method, hc, probe)
 
 
-__all__ = ["DockerRunner", "gc_orphans", "load_trials", "BackendError"]
+__all__ = ["DockerRunner", "gc_orphans", "runner_identity", "runner_alive"]

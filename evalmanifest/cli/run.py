@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -35,10 +34,7 @@ def run(adapter: str, manifest: str, out: str, concurrency: int | None, resume: 
 
     extra = split_adapter_options(adapter, options, _OWN)
     m = load_manifest(manifest)
-    text = Path(manifest).read_text(encoding="utf-8")
     a = get_adapter(adapter)
-    if adapter == "docker":
-        extra["manifest_text"] = text
     if progress is not None:
         extra["progress"] = progress
     res = a.run(m, out, concurrency=concurrency, resume=resume, **extra)
@@ -49,3 +45,6 @@ def run(adapter: str, manifest: str, out: str, concurrency: int | None, resume: 
         click.echo(f"interrupted: finish with  evalmanifest run --adapter {adapter} {manifest} --out {out} --resume",
                    err=True)
         sys.exit(3)
+
+
+with_adapter_options(run)

@@ -159,7 +159,8 @@ def _docker_client():
 
 
 def ensure_test_image(client=None, busybox: Path | None = None, repository: str = TEST_IMAGE_REPOSITORY) -> str:
-    """Import the busybox test image if missing; return its tag (``repository:<digest12>``).
+    """Import the busybox test image if missing; return its tag (``repository:<digest12>``, also tagged
+    ``repository:latest``).
 
     The tag is derived from the rootfs content, so a different busybox gives a different tag and reruns
     reuse the image.
@@ -173,6 +174,7 @@ def ensure_test_image(client=None, busybox: Path | None = None, repository: str 
 
     try:
         client.images.get(ref)
+        _tag_latest(client, ref, repository)
         return ref
     except docker.errors.ImageNotFound:
         pass
@@ -184,9 +186,21 @@ def ensure_test_image(client=None, busybox: Path | None = None, repository: str 
             changes=[f"LABEL {IMAGE_LABEL}=1", 'CMD ["/bin/sh"]', "WORKDIR /work"],
         )
         client.images.get(ref)
+        _tag_latest(client, ref, repository)
     except docker.errors.DockerException as e:
         raise BackendError(f"docker import of the busybox rootfs failed: {e}") from e
     return ref
+
+
+def _tag_latest(client, ref: str, repository: str) -> None:
+    """Also tag ``repository:latest`` (the spec's runnable Docker example names that tag)."""
+    latest = f"{repository}:latest"
+    try:
+        if client.images.get(latest).id == client.images.get(ref).id:
+            return
+    except Exception:
+        pass
+    client.api.tag(ref, repository, "latest", force=True)
 
 
 if __name__ == "__main__":  # python -m evalmanifest.testing.images
