@@ -32,7 +32,7 @@ from scipy import stats as sps
 SUCCESS, FAILURE, INFRA_ERROR = 1, 0, -1
 
 #: z_{alpha/2} + z_beta for alpha = 0.05 two-sided and 80 % power (statistics.md 1.5).
-MDE_FACTOR_05_80 = 2.8015953
+MDE_FACTOR_05_80 = 2.8015852
 
 #: Largest lattice support the exact sign-flip distribution is computed on (else Monte Carlo).
 EXACT_SIGNFLIP_MAX_SUPPORT = 20_000_000
