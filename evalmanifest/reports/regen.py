@@ -1,6 +1,6 @@
 """Regenerate the top-level ``reports/`` folder (rendered example reports) and the bundled example runs.
 
-One entry point, used by developers (``evalmanifest dev regen-reports``) and by the drift test.
+One entry point, used by developers (``evalmanifest dev regen --only reports``) and by the drift test.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ the package (`evalmanifest/examples/runs/`, built from the real Terminal-Bench 1
 
 Code lives in `evalmanifest/reports/`. Regenerate with:
 
-    evalmanifest dev regen-reports
+    evalmanifest dev regen --only reports
 
 A test (`tests/reports/test_regen_drift.py`) regenerates into a temporary directory and fails on any
 difference.
@@ -30,16 +30,14 @@ def example_runs_dir() -> Path:
     return Path(str(resources.files("evalmanifest").joinpath("examples", "runs")))
 
 
-def regen_reports(out_dir: str | Path, *, shared_data: str | Path | None = None) -> list[Path]:
-    """Write the example reports into ``out_dir``; with ``shared_data`` also rebuild the example runs."""
+def write_reports(out_dir: str | Path, *, runs_dir: str | Path | None = None) -> list[Path]:
+    """Write the example reports into ``out_dir`` from the example runs in ``runs_dir`` (default: packaged)."""
     from evalmanifest.reports.compare import compare_runs
     from evalmanifest.reports.diff import diff_sides
     from evalmanifest.reports.inputs import load_side
-    from evalmanifest.reports.tb1_examples import DEMO_PAIR, build_all
+    from evalmanifest.reports.tb1_examples import DEMO_PAIR
 
-    runs = example_runs_dir()
-    if shared_data is not None:
-        build_all(Path(shared_data), runs)
+    runs = Path(runs_dir) if runs_dir is not None else example_runs_dir()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     a, b = (runs / n for n in DEMO_PAIR)
@@ -57,4 +55,42 @@ def regen_reports(out_dir: str | Path, *, shared_data: str | Path | None = None)
         written.append(p)
     (out / "README.md").write_text(README, encoding="utf-8")
     written.append(out / "README.md")
+    return written
+
+
+SPEC_COPIES = ("noise-model.json", "noise-model.schema.json", "calibration.schema.json", "compare-report.schema.json")
+
+
+def regen_reports(root: str | Path) -> list[Path]:
+    """The ``reports`` generator of ``evalmanifest dev regen`` (repository root in, files written out).
+
+    1. When the shared Terminal-Bench 1 data is present, rebuild the example runs under
+       ``<root>/evalmanifest/examples/runs`` from it.
+    2. Copy the packaged noise model and report schemas to ``<root>/spec/``.
+    3. Render the example reports into ``<root>/reports/``.
+    """
+    from importlib import resources
+
+    from evalmanifest.reports.tb1_examples import build_all
+
+    root = Path(root)
+    written: list[Path] = []
+    try:
+        from evalmanifest.regen import SHARED
+    except ImportError:  # pragma: no cover
+        SHARED = root.parent / "shared"
+    data = Path(SHARED) / "data" / "terminal-bench-core-0.1.1-results"
+    runs = root / "evalmanifest" / "examples" / "runs"
+    if data.is_dir():
+        written += build_all(data, runs)
+    elif not runs.is_dir():
+        runs = example_runs_dir()
+    spec = root / "spec"
+    spec.mkdir(parents=True, exist_ok=True)
+    pkg = resources.files("evalmanifest.reports").joinpath("data")
+    for name in SPEC_COPIES:
+        p = spec / name
+        p.write_text(pkg.joinpath(name).read_text(encoding="utf-8"), encoding="utf-8")
+        written.append(p)
+    written += write_reports(root / "reports", runs_dir=runs)
     return written

@@ -7,18 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from evalmanifest.reports.regen import example_runs_dir, regen_reports
+from evalmanifest.reports.regen import example_runs_dir, write_reports
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_DATA = (ROOT / ".." / "shared" / "data" / "terminal-bench-core-0.1.1-results").resolve()
-FIX = "run `evalmanifest dev regen-reports` and commit the result"
+FIX = "run `evalmanifest dev regen --only reports` and commit the result"
 
 
 def test_reports_folder_matches_generator(tmp_path):
     golden = ROOT / "reports"
     if not golden.is_dir():
         pytest.skip("no reports/ folder in this checkout")
-    written = regen_reports(tmp_path)
+    written = write_reports(tmp_path)
     for p in written:
         g = golden / p.name
         assert g.is_file(), f"{g} missing: {FIX}"
