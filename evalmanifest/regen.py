@@ -85,7 +85,7 @@ def generators() -> list[tuple[str, Callable[[Path], object]]]:
     for name, module, attr in (
         ("docker-golden", "evalmanifest.adapters.docker", "regen_golden"),
         ("kubernetes-golden", "evalmanifest.adapters.kubernetes", "regen_golden"),
-        ("reports", "evalmanifest.reports.examples", "regen_reports"),
+        ("reports", "evalmanifest.reports.regen", "regen_reports"),
     ):
         fn = _optional(module, attr)
         if fn is not None:
