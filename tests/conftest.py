@@ -6,11 +6,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-SPEC = REPO / "spec"
-VALID = sorted((SPEC / "examples" / "valid").glob("*.yaml"))
-INVALID = sorted((SPEC / "examples" / "invalid").glob("*.yaml"))
+from spec_paths import SHARED
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import json
 
 from click.testing import CliRunner
 
-from conftest import INVALID, VALID
+from spec_paths import INVALID, VALID
 from evalmanifest import __version__
 from evalmanifest.cli import cli
 

@@ -1,6 +1,6 @@
 """The README's commands are the ones CI runs."""
 
-from conftest import REPO
+from spec_paths import REPO
 
 
 def _commands(text):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from spec_paths import REPO
 from evalmanifest.models import DOCUMENTS, SPEC_VERSION
 from evalmanifest.schema import dumps, generate
 

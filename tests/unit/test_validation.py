@@ -6,7 +6,7 @@ import re
 import jsonschema
 import pytest
 
-from conftest import INVALID, VALID
+from spec_paths import INVALID, VALID
 from evalmanifest.loading import load_document, loads
 from evalmanifest.schema import load as load_schema
 from evalmanifest.validation import validate_document, validate_file
