@@ -295,8 +295,24 @@ def guess_kind(data: Any) -> str:
 def validate_file(path: str, kind: str | None = None) -> ValidationResult:
     from evalmanifest.errors import ManifestSyntaxError
 
+    if str(path).endswith(".jsonl") or kind == "trial":
+        return _validate_trials(str(path))
     try:
         doc = load_document(path)
     except ManifestSyntaxError as exc:
         return ValidationResult(file=str(path), kind=kind or "manifest", issues=[exc.issue])
     return validate_document(doc, kind or guess_kind(doc.data))
+
+
+def _validate_trials(path: str) -> ValidationResult:
+    """``trials.jsonl``: every line a TrialRecord (a torn last line is reported as a warning)."""
+    from pathlib import Path
+
+    from evalmanifest.rundir import _read_trials
+
+    p = Path(path)
+    if not p.is_file():
+        return ValidationResult(file=path, kind="trial",
+                                issues=[Issue("no such file", file=path, code="io")])
+    records, issues = _read_trials(p, repair=False)
+    return ValidationResult(file=path, kind="trial", model=records, issues=issues)

@@ -82,3 +82,12 @@ def test_resolve_formats():
     assert "memory" in r.output and "192Mi" in r.output
     r = run("resolve", str(tb), "--task", "nope")
     assert r.exit_code == 1 and "no task" in r.output
+
+
+def test_validate_trials_jsonl(tmp_path):
+    p = tmp_path / "trials.jsonl"
+    p.write_text('{"task_id":"a","attempt":0,"outcome":"success"}\n{"task_id":"a","attempt":1,"outcome":"crash"}\n')
+    r = run("validate", str(p))
+    assert r.exit_code == 1 and f"{p}:2:1: $.outcome" in r.output
+    p.write_text('{"task_id":"a","attempt":0,"outcome":"success"}\n')
+    assert run("validate", str(p)).exit_code == 0
