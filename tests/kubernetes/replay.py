@@ -15,9 +15,13 @@ from urllib.parse import parse_qs, urlparse
 
 
 class Replay:
-    def __init__(self, script: dict[str, list[tuple[int, list[str]]]]):
-        """script: {"list": [...], "watch": [...], "GET /api/v1/nodes/x": [...], ...} consumed in order."""
-        self.script = {k: list(v) for k, v in script.items()}
+    def __init__(self, script: dict[str, list[tuple[int, list[str]]]] | None = None, handler: Any = None):
+        """script: {"list": [...], "watch": [...], "GET /api/v1/nodes/x": [...], ...} consumed in order.
+
+        ``handler(request) -> (status, lines)`` answers what the script does not (``cluster_sim`` uses it to
+        serve a stateful API server built from recorded objects)."""
+        self.script = {k: list(v) for k, v in (script or {}).items()}
+        self.handler = handler
         self.requests: list[dict[str, Any]] = []
         replay = self
 
@@ -32,7 +36,8 @@ class Replay:
                 q = {k: v[0] for k, v in parse_qs(u.query).items()}
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
-                replay.requests.append({"method": method, "path": u.path, "query": q, "body": body})
+                req = {"method": method, "path": u.path, "query": q, "body": body}
+                replay.requests.append(req)
                 if method == "GET" and u.path.endswith("/pods") and q.get("watch") in ("true", "True", "1"):
                     key = "watch"
                 elif method == "GET" and u.path.endswith("/pods"):
@@ -40,7 +45,9 @@ class Replay:
                 else:
                     key = f"{method} {u.path}"
                 queue = replay.script.get(key) or []
-                if not queue:
+                if not queue and replay.handler is not None:
+                    status, lines = replay.handler(req)
+                elif not queue:
                     status, lines = 404, [json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404, "message": f"no scripted response for {key}"})]
                 else:
                     status, lines = queue.pop(0)
@@ -60,7 +67,15 @@ class Replay:
             def do_DELETE(self):
                 self._serve("DELETE")
 
+            def do_PATCH(self):
+                self._serve("PATCH")
+
+            def do_PUT(self):
+                self._serve("PUT")
+
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.server.daemon_threads = True
+        self.server.handle_error = lambda request, client_address: None  # clients closing watches early
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def __enter__(self) -> "Replay":
@@ -76,12 +91,17 @@ class Replay:
         host, port = self.server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def core(self):
+    def api_client(self):
         from kubernetes import client
 
         cfg = client.Configuration()
         cfg.host = self.url
-        return client.CoreV1Api(client.ApiClient(cfg))
+        return client.ApiClient(cfg)
+
+    def core(self):
+        from kubernetes import client
+
+        return client.CoreV1Api(self.api_client())
 
 
 def pod_list(items: list[dict[str, Any]], rv: str) -> str:

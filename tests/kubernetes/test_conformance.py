@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from evalmanifest.errors import UnsupportedEnforcementError
 from evalmanifest.testing.conformance import AdapterConformance
+
+from runner_replay import replayed_run_dir
 
 
 class TestKubernetesConformance(AdapterConformance):
@@ -13,3 +17,8 @@ class TestKubernetesConformance(AdapterConformance):
     def allowed_render_error(self, task, error: Exception) -> bool:
         # a manifest with no enforcement.method cannot be given a QoS class: documented refusal
         return task.method is None and isinstance(error, UnsupportedEnforcementError)
+
+    @pytest.fixture
+    def conformance_run_dir(self, tmp_path):
+        # made by the runner's own loop through the real client against tests/kubernetes/cluster_sim.py
+        return replayed_run_dir(tmp_path / "run")

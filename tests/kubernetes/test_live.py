@@ -46,12 +46,12 @@ def _manifest(method: str) -> EvalManifest:
 @pytest.mark.parametrize("method,expect", [("pinned", "oom_at_ceiling"), ("banded", None)])
 def test_pinned_oom_killed_banded_3x_survives(tmp_path, method, expect):
     from evalmanifest.adapters.kubernetes import KubernetesAdapter
-    from evalmanifest.adapters.kubernetes.runner import RunFiles
+    from evalmanifest.rundir import load_run
 
     api = _api()
     ns = os.environ.get("EVALMANIFEST_LIVE_NAMESPACE", "default")
-    res = KubernetesAdapter(namespace=ns).run(_manifest(method), tmp_path, api=api, schedule_timeout=300)
-    recs = RunFiles(tmp_path).records()
+    res = KubernetesAdapter(namespace=ns).run(_manifest(method), tmp_path / "run", api=api, schedule_timeout=300)
+    recs = load_run(tmp_path / "run").trials
     assert res.status == "complete" and len(recs) == 1
     r = recs[0]
     if expect:

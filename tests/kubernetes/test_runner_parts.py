@@ -7,9 +7,8 @@ import subprocess
 import pytest
 
 from evalmanifest.adapters.kubernetes import KubernetesAdapter
-from evalmanifest.adapters.kubernetes.runner import RunFiles, node_facts, probe_blocks, reward_from_log
+from evalmanifest.adapters.kubernetes.runner import node_facts, probe_blocks, reward_from_log
 from evalmanifest.models.manifest import EvalManifest
-from evalmanifest.models.trial import TrialRecord
 
 from k8s_helpers import TB2, load_fixture, tb2_manifest_dict
 
@@ -43,15 +42,3 @@ def test_probe_blocks_and_reward_from_the_real_wrapper_output(tmp_path):
     assert set(blocks) == {"start", "end"}
     assert blocks["start"]["probe.version"] == "1" and "kernel.release" in blocks["end"]
     assert reward_from_log(out) == 0.75
-
-
-def test_run_files_are_durable_and_resume_skips_final_tries(tmp_path):
-    rf = RunFiles(tmp_path)
-    rf.append(TrialRecord(task_id="a", attempt=0, outcome="infra_error", infra_cause="evicted", final=False))
-    rf.append(TrialRecord(task_id="a", attempt=0, try_index=1, outcome="success", reward=1.0))
-    with rf.trials.open("a") as f:
-        f.write('{"task_id": "b", "attempt": 0, "outc')  # torn line from a crash
-    assert rf.completed() == {("a", 0)}
-    rf.write_json("run.json", {"x": 1})
-    assert (tmp_path / "run.json").read_text().strip().startswith("{")
-    assert not list(tmp_path.glob(".*.tmp"))

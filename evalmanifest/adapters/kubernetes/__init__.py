@@ -149,13 +149,16 @@ class KubernetesAdapter(Adapter):
 
         return capture_cluster(namespace=options.get("namespace") or self.namespace, api=options.get("api"))
 
-    def gc(self, run_id: str | None = None, namespace: str | None = None, api: Any = None) -> dict[str, int]:
-        """Delete what evalmanifest created (one run, or every managed object) in the namespace."""
-        from evalmanifest.adapters.kubernetes.runner import delete_by_label  # noqa: PLC0415
-        from evalmanifest.adapters.kubernetes.render import MANAGED_SELECTOR, run_selector  # noqa: PLC0415
+    def gc(self, run_id: str | None = None, namespace: str | None = None, api: Any = None,
+           all_runs: bool = False) -> dict[str, Any]:
+        """Delete the objects of runs that are not live (their runner's Lease is missing or expired).
 
-        selector = run_selector(run_id) if run_id else MANAGED_SELECTOR
-        return delete_by_label(namespace or self.namespace, selector, api=api)
+        Without ``run_id``: every stopped run's runner-created objects in the namespace; with ``run_id``:
+        that run's, unless it is live; ``all_runs``: every evalmanifest-managed object, live runs included.
+        """
+        from evalmanifest.adapters.kubernetes.runner import gc_runs  # noqa: PLC0415
+
+        return gc_runs(namespace or self.namespace, run_id=run_id, all_runs=all_runs, api=api)
 
     @classmethod
     def cli_options(cls) -> list[Any]:

@@ -26,8 +26,10 @@ RBAC: list[dict[str, Any]] = [
             {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
             {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": [""], "resources": ["limitranges"], "verbs": ["get", "list"]},
-            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "get", "list", "watch", "delete"]},
-            {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["create", "get", "list", "delete"]},
+            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "get", "list", "watch", "delete", "deletecollection"]},
+            {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["create", "get", "list", "delete", "deletecollection"]},
+            # the run's heartbeat Lease: gc deletes only runs whose Lease is missing or expired
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "list", "patch", "delete", "deletecollection"]},
         ],
     },
     {

@@ -7,18 +7,28 @@ admitted spec diffed against the sent one (``observed`` with ``honoured``), ``qo
 wrapper. Everything the run created carries ``evalmanifest.dev/run-id`` and is deleted by label on
 completion, on interruption, or by ``evalmanifest gc``.
 
-Run directory: ``manifest.yaml``, ``trials.jsonl`` (one fsync'ed line per try), ``environment.json``,
-``run.json``; ``resume=True`` skips every (task, attempt) whose final try is already recorded.
+The run directory is the shared format of :mod:`evalmanifest.rundir` (``RunWriter``): ``manifest.yaml``,
+``environment.json`` (:class:`~evalmanifest.models.environment.Environment`), ``trials.jsonl``
+(:class:`~evalmanifest.models.trial.TrialRecord`, one fsync'ed line per try) and ``run.json``
+(:class:`~evalmanifest.models.run.RunInfo`). ``resume=True`` skips every (task, attempt) whose final try is
+recorded and continues the others at their next try index.
+
+Liveness (for ``gc``): while it runs, the runner holds a ``coordination.k8s.io/v1`` Lease named after the
+run (labelled like its pods) and renews it every ``heartbeat_sec``; every object it creates is annotated
+with ``evalmanifest.dev/runner`` (host/pid). ``gc`` deletes only runs whose Lease is missing or expired.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
+import socket
+import threading
 import time
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +37,27 @@ from evalmanifest.adapters.kubernetes.classify import apply_oom_policy, classify
 from evalmanifest.adapters.kubernetes.readback import observe
 from evalmanifest.adapters.kubernetes.render import (
     CONTAINER,
+    LABEL_PREFIX,
+    MANAGED_SELECTOR,
     PROBE_BEGIN,
     PROBE_END,
     REWARD_MARK,
+    dns_name,
+    labels_for,
     network_policy,
     render_objects,
     run_selector,
 )
-from evalmanifest.errors import AdapterError, BackendError, MissingOptionalDependencyError
+from evalmanifest.errors import AdapterError, BackendError, MissingOptionalDependencyError, RunDirectoryError
 from evalmanifest.models.trial import TrialRecord
+
+#: annotation on every object a runner creates (and on its Lease): "<host>/<pid>/<boot:start>"
+A_RUNNER = f"{LABEL_PREFIX}/runner"
+#: the Lease a live runner renews; gc treats a run as live while it is fresh
+LEASE_DURATION_SEC = 120
+HEARTBEAT_SEC = 30.0
+#: allowance for clock skew between the runner's and gc's machines
+CLOCK_SKEW_SEC = 60
 
 NODE_KEYS = (
     "node.kubernetes.io/instance-type",
@@ -72,7 +94,76 @@ def load_api(context: str | None = None) -> Any:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _micro_time(t: datetime | None = None) -> str:
+    """A Kubernetes MicroTime (RFC 3339 with microseconds)."""
+    return (t or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_time(s: str | None) -> datetime | None:
+    """RFC 3339 (Time or MicroTime) to an aware datetime; None when absent or unparseable."""
+    if not s:
+        return None
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?", s.strip())
+    if not m:
+        return None
+    frac = ((m.group(2) or "") + "000000")[:6]
+    tz = m.group(3) or "Z"
+    return datetime.fromisoformat(f"{m.group(1)}.{frac}{'+00:00' if tz == 'Z' else tz}")
+
+
+def _seconds_between(a: str | None, b: str | None) -> float | None:
+    ta, tb = _parse_time(a), _parse_time(b)
+    if ta is None or tb is None:
+        return None
+    return max(0.0, (tb - ta).total_seconds())
+
+
+def lease_name(run_id: str) -> str:
+    return dns_name("em-run", run_id)
+
+
+def _proc_start(pid: int) -> str | None:
+    """The process start time in clock ticks since boot (field 22 of /proc/PID/stat); None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
+    except OSError:
+        return "noboot"
+
+
+def runner_annotation() -> str:
+    """Who runs: host, pid and the process start (so a reused pid is not mistaken for the runner)."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}/{pid}/{_boot_id()}:{_proc_start(pid) or '0'}"
+
+
+def runner_process_alive(annotation: str | None) -> bool | None:
+    """True/False when the runner ran on this host (its pid can be checked); None when it ran elsewhere."""
+
+    if not annotation:
+        return None
+    host, _, rest = annotation.partition("/")
+    if host != socket.gethostname():
+        return None
+    pid_s, _, start = rest.partition("/")
+    boot, _, pstart = start.partition(":")
+    try:
+        pid = int(pid_s)
+    except ValueError:
+        return False
+    if boot != _boot_id():
+        return False
+    return _proc_start(pid) == pstart
 
 
 def node_facts(node: dict[str, Any]) -> dict[str, Any]:
@@ -119,51 +210,88 @@ def reward_from_log(log: str) -> float | None:
     return None
 
 
-class RunFiles:
-    """Durable run directory writer: fsync'ed JSONL appends, atomic JSON files."""
+def _lock_dir(path: Path) -> int:
+    """flock on the run directory itself: one writer per run directory (as the Docker runner)."""
+    import fcntl  # noqa: PLC0415
 
-    def __init__(self, root: Path):
-        self.root = root
-        root.mkdir(parents=True, exist_ok=True)
-        self.trials = root / "trials.jsonl"
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise RunDirectoryError(f"{path} is being written by another evalmanifest process") from None
+    return fd
 
-    def write_json(self, name: str, obj: Any) -> None:
-        tmp = self.root / f".{name}.tmp"
-        with tmp.open("w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2, sort_keys=True)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.root / name)
 
-    def write_text(self, name: str, text: str) -> None:
-        tmp = self.root / f".{name}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, self.root / name)
+class Heartbeat:
+    """The run's Lease: created before the first pod, renewed every ``interval`` s, deleted at the end."""
 
-    def append(self, rec: TrialRecord) -> None:
-        line = json.dumps(rec.model_dump(mode="json", exclude_none=True), sort_keys=True) + "\n"
-        with self.trials.open("a", encoding="utf-8") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+    def __init__(self, api: Any, namespace: str, run_id: str, labels: dict[str, str], holder: str,
+                 interval: float = HEARTBEAT_SEC, duration: int = LEASE_DURATION_SEC):
+        client, _ = _client()
+        self.coord = client.CoordinationV1Api(api)
+        self.namespace = namespace
+        self.name = lease_name(run_id)
+        self.labels = labels
+        self.holder = holder
+        self.interval = interval
+        self.duration = duration
+        self.renewals = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
-    def records(self) -> list[TrialRecord]:
-        if not self.trials.exists():
-            return []
-        out = []
-        for line in self.trials.read_text(encoding="utf-8").splitlines():
-            line = line.strip()
-            if not line:
-                continue
+    def body(self) -> dict[str, Any]:
+        now = _micro_time()
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace, "labels": dict(self.labels),
+                         "annotations": {A_RUNNER: self.holder}},
+            "spec": {"holderIdentity": self.holder, "leaseDurationSeconds": self.duration,
+                     "acquireTime": now, "renewTime": now},
+        }
+
+    def start(self) -> None:
+        from kubernetes.client.exceptions import ApiException  # noqa: PLC0415
+
+        body = self.body()
+        try:
+            self.coord.create_namespaced_lease(self.namespace, body, _preload_content=False)
+        except ApiException as e:
+            if e.status != 409:  # 409: a crashed session of this run left it; take it over
+                raise BackendError(f"could not create the run's Lease {self.name}: {e.status} {e.reason} "
+                                   "(the Role needs create/update on coordination.k8s.io leases)") from e
+            self.renew(takeover=True)
+        self._thread = threading.Thread(target=self._loop, name="em-k8s-heartbeat", daemon=True)
+        self._thread.start()
+
+    def renew(self, takeover: bool = False) -> None:
+        spec: dict[str, Any] = {"renewTime": _micro_time(), "holderIdentity": self.holder}
+        patch: dict[str, Any] = {"spec": spec}
+        if takeover:
+            spec["acquireTime"] = spec["renewTime"]
+            patch["metadata"] = {"annotations": {A_RUNNER: self.holder}}
+        self.coord.patch_namespaced_lease(self.name, self.namespace, patch,
+                                          _content_type="application/merge-patch+json", _preload_content=False)
+        self.renewals += 1
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
             try:
-                out.append(TrialRecord.model_validate_json(line))
-            except Exception:  # noqa: BLE001 - a torn last line from a crash is dropped, then rewritten
-                continue
-        return out
+                self.renew()
+            except Exception as e:  # noqa: BLE001 - a missed renewal is retried; the lease lasts 4 intervals
+                self.errors.append(f"{type(e).__name__}: {str(e)[:200]}")
 
-    def completed(self) -> set[tuple[str, int]]:
-        return {r.key() for r in self.records() if r.final}
+    def stop(self, delete: bool = True) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if delete:
+            try:
+                self.coord.delete_namespaced_lease(self.name, self.namespace, _preload_content=False)
+            except Exception as e:  # noqa: BLE001 - an expired lease means "not live" to gc anyway
+                self.errors.append(f"delete: {type(e).__name__}: {str(e)[:200]}")
 
 
 @dataclass
@@ -175,6 +303,7 @@ class InFlight:
     sent: dict[str, Any]
     submitted: float
     started_at: str
+    checked: float = field(default=0.0)
 
 
 class KubernetesRunner:
@@ -192,109 +321,170 @@ class KubernetesRunner:
         run_id: str | None = None,
         keep: bool = False,
         watch_timeout: int = 30,
+        heartbeat_sec: float = HEARTBEAT_SEC,
+        recheck_sec: float = 60.0,
+        install_signal_handlers: bool | None = None,
         **_: Any,
     ):
         self.adapter = adapter
         self.manifest = manifest
-        self.files = RunFiles(Path(out_dir))
+        self.out = Path(out_dir)
         self.resume = resume
         self.api = api
         self.namespace = namespace or adapter.namespace
         if (kind or adapter.kind) != "pod":
             raise AdapterError("run executes one Pod per try (the runner retries infra errors itself); use --kind pod")
         self.concurrency = concurrency or manifest.concurrency.max_parallel_trials or 4
+        if self.concurrency < 1:
+            raise AdapterError("concurrency must be at least 1")
         self.schedule_timeout = schedule_timeout
         self.keep = keep
         self.watch_timeout = watch_timeout
-        self.run_id = run_id or self._existing_run_id() or f"em-{datetime.now(timezone.utc):%Y%m%d%H%M%S}-{secrets.token_hex(3)}"
+        self.heartbeat_sec = heartbeat_sec
+        self.recheck_sec = recheck_sec
+        self.install_signal_handlers = (
+            threading.current_thread() is threading.main_thread() if install_signal_handlers is None else install_signal_handlers
+        )
+        self.requested_run_id = run_id
+        self.holder = runner_annotation()
+        self.session = secrets.token_hex(2)
         self.nodes: dict[str, dict[str, Any]] = {}
-        self.trial_obs: list[dict[str, Any]] = []
-
-    def _existing_run_id(self) -> str | None:
-        if not self.resume:
-            return None
-        p = self.files.root / "run.json"
-        if p.exists():
-            try:
-                return json.loads(p.read_text()).get("run_id")
-            except ValueError:
-                return None
-        return None
+        self.prev_nodes: list[dict[str, Any]] = []
+        self.cluster: dict[str, Any] = {}
+        self.deletes: list[str] = []
 
     # -- plan ---------------------------------------------------------------------------------------
-    def todo(self) -> list[tuple[str, int]]:
-        done = self.files.completed() if self.resume else set()
-        if not self.resume and self.files.trials.exists() and self.files.trials.stat().st_size:
-            raise AdapterError(f"{self.files.root} already holds trials; pass resume=True (--resume) to continue it")
-        return [
-            (t.id, a)
-            for t in self.manifest.tasks
-            for a in range(self.manifest.trials.attempts)
-            if (t.id, a) not in done
-        ]
+    def plan(self) -> list[tuple[str, int, int]]:
+        """(task, attempt, next try) for every attempt without a final record, in manifest order."""
+        retries = self.manifest.trials.infra_error_policy.retries
+        out = []
+        for t in self.manifest.tasks:
+            for a in range(self.manifest.trials.attempts):
+                tries = self.writer.tries(t.id, a)
+                if any(r.final for r in tries):
+                    continue
+                start = min(retries, max((r.try_index for r in tries), default=-1) + 1)
+                out.append((t.id, a, start))
+        return out
 
     # -- main loop ----------------------------------------------------------------------------------
     def run(self) -> RunResult:
+        from evalmanifest.rundir import RunWriter  # noqa: PLC0415
+
         client, _ = _client()
+        # everything renders (and is supported) before a file or an object exists
+        for t in self.manifest.tasks:
+            self.adapter.check_supported(self.adapter.resolved_task(self.manifest, t.id))
         api = self.api or load_api()
-        core = client.CoreV1Api(api)
-        todo = self.todo()
-        opts = self.adapter.options_for(self.manifest, run_id=self.run_id, namespace=self.namespace, kind="pod", probe=True)
-        self._write_header(core)
-        queue = [(t, a, 0) for t, a in todo]
-        inflight: dict[str, InFlight] = {}
-        counts: dict[str, int] = {}
-        status = "complete"
-        created_policy = False
+        # the API must answer before a run directory is written
+        self.cluster = self._cluster_facts(client, api, client.CoreV1Api(api))
+        self.writer = RunWriter(self.out, self.manifest, adapter="kubernetes", resume=self.resume,
+                                run_id=self.requested_run_id)
+        self.run_id = self.writer.run_id
+        self.cluster["run_id"] = self.run_id
+        lock = _lock_dir(self.out)
         try:
+            return self._run_locked(client, api)
+        finally:
+            self.writer.close()
+            os.close(lock)
+
+    def _run_locked(self, client: Any, api: Any) -> RunResult:
+        core = client.CoreV1Api(api)
+        self._load_previous_environment()
+        self.writer.write_environment(self._environment())
+        selector = run_selector(self.run_id)
+        opts = self.adapter.options_for(self.manifest, run_id=self.run_id, namespace=self.namespace, kind="pod", probe=True)
+        queue = self.plan()
+        inflight: dict[str, InFlight] = {}
+        status = "complete"
+        error: BaseException | None = None
+        heartbeat = Heartbeat(api, self.namespace, self.run_id, labels_for(opts), self.holder, interval=self.heartbeat_sec)
+        old_handlers = self._install_handlers()
+        try:
+            if self.resume:
+                # pods of a crashed session of this run: not adoptable (what was sent is not on disk)
+                self._sweep(api, selector)
+            heartbeat.start()
             if self.manifest.network.internet == "denied" and queue:
-                self._create(api, network_policy(opts))
-                created_policy = True
+                pol = network_policy(opts)
+                pol["metadata"].setdefault("annotations", {})[A_RUNNER] = self.holder
+                self._create(api, pol)
             from evalmanifest.adapters.kubernetes.watch import PodWatcher  # noqa: PLC0415
 
-            watcher = PodWatcher(core, self.namespace, run_selector(self.run_id), timeout_seconds=self.watch_timeout)
+            watcher = PodWatcher(core, self.namespace, selector, timeout_seconds=self.watch_timeout)
 
             def fill() -> None:
                 while queue and len(inflight) < self.concurrency:
                     task_id, attempt, try_index = queue.pop(0)
-                    self._submit(core, opts, task_id, attempt, try_index, inflight)
+                    self._submit(core, opts, task_id, attempt, try_index, inflight, queue)
 
             fill()
 
             def stop() -> bool:
-                # periodic checks: unschedulable pods that waited too long
-                now = time.monotonic()
-                for name, f in list(inflight.items()):
-                    if now - f.submitted > self.schedule_timeout:
-                        try:
-                            pod = core.read_namespaced_pod(name, self.namespace, _preload_content=False)
-                            podd = json.loads(pod.data)
-                        except Exception:  # noqa: BLE001
-                            continue
-                        c = classify_pod(podd, container=CONTAINER)
-                        if c.category in ("unschedulable", "pending"):
-                            self._finish(core, f, podd, inflight, queue, counts, force_unschedulable=True)
+                self._periodic(core, inflight, queue)
                 fill()
                 return not inflight and not queue
 
-            for _etype, pod in watcher.events(stop):
+            for etype, pod in watcher.events(stop):
                 name = (pod.get("metadata") or {}).get("name")
                 f = inflight.get(name)
                 if f is None:
                     continue
                 c = classify_pod(pod, container=CONTAINER)
                 if c.terminal:
-                    self._finish(core, f, pod, inflight, queue, counts)
-                    fill()
+                    self._finish(core, f, pod, inflight, queue)
+                elif etype == "DELETED":
+                    self._finish(core, f, pod, inflight, queue, deleted=True)
+                fill()
         except KeyboardInterrupt:
             status = "interrupted"
-            raise
+        except BaseException as e:
+            status = "interrupted"
+            error = e
         finally:
-            if not self.keep:
-                delete_by_label(self.namespace, run_selector(self.run_id), api=api, include_policies=created_policy)
-            self._write_footer(status, counts)
-        return RunResult(run_dir=self.files.root, run_id=self.run_id, status=status, counts=counts)
+            self._restore_handlers(old_handlers)
+            try:
+                if not self.keep:
+                    self._sweep(api, selector)
+            finally:
+                heartbeat.stop(delete=True)
+                self.writer.write_environment(self._environment())
+                info = self.writer.finish(status)
+        if error is not None:
+            raise error
+        return RunResult(
+            run_dir=self.out,
+            run_id=self.run_id,
+            status=info.status,
+            counts=info.counts.model_dump(),
+            details={"namespace": self.namespace, "deleted_by_label": list(self.deletes),
+                     "heartbeat_errors": heartbeat.errors[-5:]},
+        )
 
+    def _sweep(self, api: Any, selector: str) -> None:
+        self.deletes.append(selector)
+        delete_by_label(self.namespace, selector, api=api)
+
+    # -- signals: SIGTERM behaves like Ctrl-C (clean up, leave a resumable run) ------------------------
+    def _install_handlers(self) -> Any:
+        if not self.install_signal_handlers:
+            return None
+        import signal  # noqa: PLC0415
+
+        def handler(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt
+
+        return {signal.SIGTERM: signal.signal(signal.SIGTERM, handler)}
+
+    def _restore_handlers(self, old: Any) -> None:
+        if old:
+            import signal  # noqa: PLC0415
+
+            for s, h in old.items():
+                signal.signal(s, h)
+
+    # -- one try ------------------------------------------------------------------------------------
     def _create(self, api: Any, obj: dict[str, Any]) -> None:
         from kubernetes import utils  # noqa: PLC0415
 
@@ -305,46 +495,78 @@ class KubernetesRunner:
                 return
             raise BackendError(f"could not create {obj['kind']}/{obj['metadata']['name']}: {e}") from e
 
-    def _submit(self, core: Any, opts: Any, task_id: str, attempt: int, try_index: int, inflight: dict[str, InFlight]) -> None:
-        from kubernetes.client.exceptions import ApiException  # noqa: PLC0415
-
+    def pod_for(self, opts: Any, task_id: str, attempt: int, try_index: int) -> dict[str, Any]:
+        """The Pod of one try: the rendered pod, named per try and session, annotated with the runner."""
         rt = self.adapter.resolved_task(self.manifest, task_id)
         self.adapter.check_supported(rt)
         o = opts
         if rt.success.kind == "reward_file" and rt.success.path:
-            from dataclasses import replace  # noqa: PLC0415
-
             o = replace(opts, reward_path=rt.success.path)
-        pod = render_objects(rt, attempt * 100 + try_index, o, self.manifest.hardware)[0]
-        pod["metadata"]["labels"]["evalmanifest.dev/attempt"] = str(attempt)
-        pod["metadata"]["annotations"]["evalmanifest.dev/attempt"] = str(attempt)
-        pod["metadata"]["annotations"]["evalmanifest.dev/try"] = str(try_index)
-        name = pod["metadata"]["name"]
-        try:
-            core.create_namespaced_pod(self.namespace, pod)
-        except ApiException as e:
-            if e.status == 409:  # resumed run: the pod already exists (it will be watched)
-                pass
-            elif e.status in (400, 403, 422):
-                # admission refused the pod (quota, policy, webhook): an infra error of this try
-                self._record_rejected(task_id, attempt, try_index, e)
-                return
-            else:
-                raise BackendError(f"could not create pod {name}: {e.status} {e.reason}") from e
-        inflight[name] = InFlight(task_id, attempt, try_index, name, pod, time.monotonic(), _now())
+        pod = render_objects(rt, attempt, o, self.manifest.hardware)[0]
+        meta = pod["metadata"]
+        meta["name"] = dns_name("em", task_id, f"a{attempt}", f"t{try_index}", self.run_id, self.session)
+        meta["labels"][f"{LABEL_PREFIX}/try"] = str(try_index)
+        meta["annotations"][f"{LABEL_PREFIX}/try"] = str(try_index)
+        meta["annotations"][A_RUNNER] = self.holder
+        return pod
 
-    def _record_rejected(self, task_id: str, attempt: int, try_index: int, e: Any) -> None:
-        rec = TrialRecord(
-            task_id=task_id,
-            attempt=attempt,
-            try_index=try_index,
-            outcome="infra_error",
-            infra_cause="admission_rejected",
-            started_at=_now(),
-            finished_at=_now(),
-            details={"category": "admission_rejected", "api_status": e.status, "api_reason": str(e.reason), "api_body": str(e.body)[:2000]},
-        )
-        self.files.append(rec)
+    def _submit(self, core: Any, opts: Any, task_id: str, attempt: int, try_index: int,
+                inflight: dict[str, InFlight], queue: list) -> None:
+        from kubernetes.client.exceptions import ApiException  # noqa: PLC0415
+
+        pod = self.pod_for(opts, task_id, attempt, try_index)
+        name = pod["metadata"]["name"]
+        started = _now()
+        try:
+            core.create_namespaced_pod(self.namespace, pod, _preload_content=False)
+        except ApiException as e:
+            if e.status in (400, 403, 422):
+                # admission refused the pod (quota, policy, webhook): an infra error of this try
+                rec = TrialRecord(
+                    task_id=task_id, attempt=attempt, try_index=try_index, outcome="infra_error",
+                    infra_cause="admission_rejected", started_at=started, finished_at=_now(),
+                    details={"pod": name, "category": "admission_rejected", "api_status": e.status,
+                             "api_reason": str(e.reason), "api_body": str(e.body)[:2000]},
+                )
+                self._record(rec, queue)
+                return
+            raise BackendError(f"could not create pod {name}: {e.status} {e.reason}") from e
+        inflight[name] = InFlight(task_id, attempt, try_index, name, pod, time.monotonic(), started, time.monotonic())
+
+    def _record(self, rec: TrialRecord, queue: list) -> None:
+        """Append one try (fsync'ed before anything else happens) and queue the next try if it is not final."""
+        pol = self.manifest.trials.infra_error_policy
+        rec.final = not (rec.outcome == "infra_error" and rec.try_index < pol.retries)
+        if rec.outcome == "infra_error" and rec.final:
+            rec.details["infra_error_policy_then"] = pol.then
+        self.writer.append(rec)
+        if not rec.final:
+            queue.insert(0, (rec.task_id, rec.attempt, rec.try_index + 1))
+
+    def _periodic(self, core: Any, inflight: dict[str, InFlight], queue: list) -> None:
+        """Between watch events: pods unschedulable for too long, and pods whose terminal event was missed
+        (or which vanished) are read directly."""
+        from kubernetes.client.exceptions import ApiException  # noqa: PLC0415
+
+        now = time.monotonic()
+        for name, f in list(inflight.items()):
+            overdue = now - f.submitted > self.schedule_timeout
+            if not overdue and now - f.checked < self.recheck_sec:
+                continue
+            f.checked = now
+            try:
+                podd = json.loads(core.read_namespaced_pod(name, self.namespace, _preload_content=False).data)
+            except ApiException as e:
+                if e.status == 404:
+                    self._finish(core, f, {"metadata": {"name": name}}, inflight, queue, deleted=True)
+                continue
+            except Exception:  # noqa: BLE001 - transient: the watch keeps going
+                continue
+            c = classify_pod(podd, container=CONTAINER)
+            if c.terminal:
+                self._finish(core, f, podd, inflight, queue)
+            elif overdue and c.category in ("unschedulable", "pending"):
+                self._finish(core, f, podd, inflight, queue, force_unschedulable=True)
 
     def _node(self, core: Any, name: str | None) -> dict[str, Any] | None:
         if not name:
@@ -368,11 +590,12 @@ class KubernetesRunner:
         except Exception:  # noqa: BLE001
             return []
 
-    def _finish(self, core: Any, f: InFlight, pod: dict[str, Any], inflight: dict[str, InFlight], queue: list, counts: dict[str, int], force_unschedulable: bool = False) -> None:
+    def _finish(self, core: Any, f: InFlight, pod: dict[str, Any], inflight: dict[str, InFlight], queue: list,
+                force_unschedulable: bool = False, deleted: bool = False) -> None:
         inflight.pop(f.name, None)
         try:
             admitted = json.loads(core.read_namespaced_pod(f.name, self.namespace, _preload_content=False).data)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - deleted meanwhile: the watched object is the last word
             admitted = pod
         node_name = (admitted.get("spec") or {}).get("nodeName")
         node = self._node(core, node_name)
@@ -386,9 +609,11 @@ class KubernetesRunner:
         probe_end = blocks.get("end") or blocks.get("start") or {}
         c = classify_pod(admitted, events=events, node_events=node_events, node=node, container=CONTAINER, probe=probe_end)
         if force_unschedulable and not c.terminal:
-            from dataclasses import replace  # noqa: PLC0415
-
             c = replace(c, terminal=True, outcome="infra_error", infra_cause="unschedulable", category="unschedulable")
+        if deleted and not c.terminal:
+            # deleted before it finished (not by this runner): not the task's fault
+            c = replace(c, terminal=True, outcome="infra_error", infra_cause="killed_other", category="deleted",
+                        evidence=tuple(c.evidence) + ("pod deleted before it terminated",))
         outcome, cause, pol = apply_oom_policy(c, self.manifest.trials.oom_at_ceiling_counts_as)
         rt = self.adapter.resolved_task(self.manifest, f.task_id)
         reward = None
@@ -400,9 +625,7 @@ class KubernetesRunner:
             else:
                 reward = 1.0 if outcome == "success" else 0.0
         obs, rb = observe(rt.resources, rt.method, f.sent, admitted, CONTAINER)
-        retries = self.manifest.trials.infra_error_policy.retries
-        final = not (outcome == "infra_error" and f.try_index < retries)
-        peaks = {}
+        peaks: dict[str, int] = {}
         from evalmanifest.capture import probe_summary  # noqa: PLC0415
 
         if probe_end:
@@ -412,22 +635,25 @@ class KubernetesRunner:
             if isinstance(s.get("oom_kill_count"), int):
                 peaks["oom_kill_count"] = s["oom_kill_count"]
         st = admitted.get("status") or {}
+        started = c.started_at or f.started_at
+        finished = c.finished_at or _now()
         rec = TrialRecord(
             task_id=f.task_id,
             attempt=f.attempt,
             try_index=f.try_index,
-            final=final,
             outcome=outcome,  # type: ignore[arg-type]
             infra_cause=cause,  # type: ignore[arg-type]
             reward=reward,
             exit_code=c.exit_code,
-            started_at=c.started_at or f.started_at,
-            finished_at=c.finished_at or _now(),
+            started_at=started,
+            finished_at=finished,
+            duration_sec=_seconds_between(started, finished),
             node=node_name,
             observed=obs,
             peaks=peaks,
             details={
                 "pod": f.name,
+                "namespace": self.namespace,
                 "category": c.category,
                 "evidence": list(c.evidence),
                 "qos_class": st.get("qosClass"),
@@ -435,100 +661,92 @@ class KubernetesRunner:
                     {k: e.get(k) for k in ("type", "reason", "message", "lastTimestamp", "count")} for e in events[-20:]
                 ],
                 "node_events": [{k: e.get(k) for k in ("type", "reason", "message", "lastTimestamp")} for e in node_events[-20:]],
-                "probe_keys": len(probe_end),
+                "probe": probe_end,
                 **rb,
                 **pol,
             },
         )
-        self.files.append(rec)
-        self.trial_obs.append(
-            {
-                "task_id": f.task_id,
-                "attempt": f.attempt,
-                "try_index": f.try_index,
-                "node": node_name,
-                "resources": {k: v.model_dump(mode="json") for k, v in obs.items()},
-                "qos_class": st.get("qosClass"),
-                "probe": probe_end,
-                "oom_kill_count": peaks.get("oom_kill_count"),
-                "peak_memory_bytes": peaks.get("memory_bytes"),
-            }
-        )
-        counts[outcome] = counts.get(outcome, 0) + 1
+        self._record(rec, queue)
         if not self.keep:
             try:
-                core.delete_namespaced_pod(f.name, self.namespace, grace_period_seconds=0)
+                core.delete_namespaced_pod(f.name, self.namespace, grace_period_seconds=0, _preload_content=False)
             except Exception:  # noqa: BLE001 - the label sweep at the end catches leftovers
                 pass
-        if not final:
-            queue.insert(0, (f.task_id, f.attempt, f.try_index + 1))
 
     # -- run directory ------------------------------------------------------------------------------
-    def _write_header(self, core: Any) -> None:
-        from evalmanifest.canonical import canonical_obj, digest  # noqa: PLC0415
+    def _cluster_facts(self, client: Any, api: Any, core: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"namespace": self.namespace, "runner": self.holder}
+        try:
+            out["server_version"] = json.loads(client.VersionApi(api).get_code(_preload_content=False).data).get("gitVersion")
+        except Exception as e:  # noqa: BLE001
+            raise BackendError(f"the Kubernetes API is not reachable: {e}") from e
+        try:
+            data = json.loads(core.list_namespaced_limit_range(self.namespace, _preload_content=False).data)
+            out["limit_ranges"] = [
+                {"name": (lr.get("metadata") or {}).get("name"), "limits": (lr.get("spec") or {}).get("limits") or []}
+                for lr in data.get("items") or []
+            ]
+        except Exception:  # noqa: BLE001
+            out["limit_ranges"] = "not readable"
+        return out
 
-        if not (self.files.root / "manifest.yaml").exists():
-            from evalmanifest.adapters.kubernetes import dump_yaml_documents  # noqa: PLC0415
+    def _load_previous_environment(self) -> None:
+        from evalmanifest.models.environment import Environment  # noqa: PLC0415
+        from evalmanifest.rundir import ENVIRONMENT  # noqa: PLC0415
 
-            self.files.write_text("manifest.yaml", dump_yaml_documents([canonical_obj(self.manifest)]))
-        self.files.write_json(
-            "run.json",
-            {
-                "run_id": self.run_id,
-                "adapter": "kubernetes",
-                "namespace": self.namespace,
-                "status": "running",
-                "manifest_digest": digest(self.manifest),
-                "started_at": _now(),
-            },
-        )
-
-    def _write_footer(self, status: str, counts: dict[str, int]) -> None:
-        from evalmanifest import __version__  # noqa: PLC0415
-        from evalmanifest.canonical import digest, file_digest  # noqa: PLC0415
-
-        env = {
-            "apiVersion": "evalmanifest.dev/v1alpha1",
-            "kind": "Environment",
-            "adapter": "kubernetes",
-            "captured_at": _now(),
-            "cluster": {"namespace": self.namespace, "run_id": self.run_id},
-            "nodes": [node_facts(n) for n in self.nodes.values() if n],
-            "trials": self.trial_obs,
-        }
-        prev = self.files.root / "environment.json"
-        if self.resume and prev.exists():
+        p = self.out / ENVIRONMENT
+        if self.resume and p.exists():
             try:
-                old = json.loads(prev.read_text())
-                env["trials"] = list(old.get("trials") or []) + env["trials"]
-                names = {n["name"] for n in env["nodes"]}
-                env["nodes"] += [n for n in old.get("nodes") or [] if n.get("name") not in names]
+                env = Environment.model_validate_json(p.read_text("utf-8"))
+                self.prev_nodes = [n.model_dump(mode="json") for n in env.nodes]
             except ValueError:
-                pass
-        self.files.write_json("environment.json", env)
-        digests = {}
-        for name in ("manifest.yaml", "environment.json", "trials.jsonl"):
-            p = self.files.root / name
-            if p.exists():
-                digests[name] = file_digest(str(p))
-        self.files.write_json(
-            "run.json",
+                self.prev_nodes = []
+
+    def _environment(self) -> Any:
+        from evalmanifest.models.environment import Environment  # noqa: PLC0415
+
+        nodes = [node_facts(n) for n in self.nodes.values() if n]
+        names = {n["name"] for n in nodes}
+        nodes += [n for n in self.prev_nodes if n.get("name") not in names]
+        trials = [
             {
-                "run_id": self.run_id,
+                "task_id": r.task_id,
+                "attempt": r.attempt,
+                "try_index": r.try_index,
+                "node": r.node,
+                "resources": {k: v.model_dump(mode="json") for k, v in r.observed.items()},
+                "qos_class": r.details.get("qos_class"),
+                "probe": {str(k): str(v) for k, v in (r.details.get("probe") or {}).items()},
+                "oom_kill_count": r.peaks.get("oom_kill_count"),
+                "peak_memory_bytes": r.peaks.get("memory_bytes"),
+            }
+            for r in self.writer.records
+        ]
+        return Environment.model_validate(
+            {
+                "apiVersion": "evalmanifest.dev/v1alpha1",
+                "kind": "Environment",
                 "adapter": "kubernetes",
-                "namespace": self.namespace,
-                "status": status,
-                "tool_version": __version__,
-                "manifest_digest": digest(self.manifest),
-                "finished_at": _now(),
-                "counts": counts,
-                "digests": digests,
-            },
+                "captured_at": _now(),
+                "cluster": self.cluster,
+                "nodes": nodes,
+                "trials": trials,
+            }
         )
 
 
-def delete_by_label(namespace: str, selector: str, api: Any = None, include_policies: bool = True) -> dict[str, int]:
-    """Delete pods, Jobs (with their pods) and NetworkPolicies matching ``selector`` in ``namespace``."""
+def _delete_collection(fn: Any, namespace: str, selector: str, **kw: Any) -> int:
+    resp = fn(namespace, label_selector=selector, _preload_content=False, **kw)
+    try:
+        return len(json.loads(resp.data).get("items") or [])
+    except (ValueError, AttributeError):
+        return 0
+
+
+def delete_by_label(namespace: str, selector: str, api: Any = None, include_policies: bool = True,
+                    include_leases: bool = False) -> dict[str, int]:
+    """Delete (``deletecollection`` by label) the Jobs with their pods, the pods and the NetworkPolicies
+    matching ``selector`` in ``namespace``; the counts are what the API server reported deleting."""
     client, _ = _client()
     api = api or load_api()
     core = client.CoreV1Api(api)
@@ -536,20 +754,106 @@ def delete_by_label(namespace: str, selector: str, api: Any = None, include_poli
     net = client.NetworkingV1Api(api)
     out = {"pods": 0, "jobs": 0, "networkpolicies": 0}
     try:
-        jobs = batch.list_namespaced_job(namespace, label_selector=selector).items
-        for j in jobs:
-            batch.delete_namespaced_job(j.metadata.name, namespace, propagation_policy="Background")
-            out["jobs"] += 1
-        pods = core.list_namespaced_pod(namespace, label_selector=selector).items
-        for p in pods:
-            core.delete_namespaced_pod(p.metadata.name, namespace, grace_period_seconds=0)
-            out["pods"] += 1
+        out["jobs"] = _delete_collection(batch.delete_collection_namespaced_job, namespace, selector,
+                                         propagation_policy="Background")
+        out["pods"] = _delete_collection(core.delete_collection_namespaced_pod, namespace, selector,
+                                         grace_period_seconds=0)
         if include_policies:
-            for np_ in net.list_namespaced_network_policy(namespace, label_selector=selector).items:
-                net.delete_namespaced_network_policy(np_.metadata.name, namespace)
-                out["networkpolicies"] += 1
+            out["networkpolicies"] = _delete_collection(net.delete_collection_namespaced_network_policy, namespace, selector)
+        if include_leases:
+            coord = client.CoordinationV1Api(api)
+            out["leases"] = _delete_collection(coord.delete_collection_namespaced_lease, namespace, selector)
     except Exception as e:  # noqa: BLE001
         raise BackendError(f"clean-up by label {selector!r} in {namespace!r} failed: {e}") from e
+    return out
+
+
+def run_liveness(lease: dict[str, Any] | None, now: datetime, skew_sec: float = CLOCK_SKEW_SEC) -> tuple[bool, str]:
+    """(live, why) for a run from its Lease (None = no Lease)."""
+    if lease is None:
+        return False, "no lease"
+    ann = ((lease.get("metadata") or {}).get("annotations") or {}).get(A_RUNNER)
+    spec = lease.get("spec") or {}
+    proc = runner_process_alive(ann or spec.get("holderIdentity"))
+    if proc is False:
+        return False, "runner process on this host has exited"
+    renew = _parse_time(spec.get("renewTime")) or _parse_time(spec.get("acquireTime"))
+    if renew is None:
+        return False, "lease never renewed"
+    duration = float(spec.get("leaseDurationSeconds") or LEASE_DURATION_SEC)
+    if now - renew > timedelta(seconds=duration + skew_sec):
+        return False, f"lease expired (renewed {int((now - renew).total_seconds())} s ago)"
+    return True, "lease fresh"
+
+
+def gc_runs(namespace: str, run_id: str | None = None, all_runs: bool = False, api: Any = None,
+            now: datetime | None = None, grace_sec: float = LEASE_DURATION_SEC + CLOCK_SKEW_SEC) -> dict[str, Any]:
+    """Delete the objects of runs that are not live.
+
+    * A run is **live** while its Lease is fresh (renewed within ``leaseDurationSeconds`` + clock skew) and,
+      when the runner ran on this host, its process still exists. Live runs are never touched unless
+      ``all_runs``.
+    * Without ``run_id``: objects created by a runner (annotation ``evalmanifest.dev/runner``) of a run that is
+      not live and older than ``grace_sec`` are deleted with the run's expired Lease. Objects applied by hand
+      from ``evalmanifest render`` output (no runner annotation) are left alone.
+    * ``run_id``: that run's objects, unless it is live.
+    * ``all_runs``: every evalmanifest-managed object in the namespace, live runs included.
+    """
+    client, _ = _client()
+    api = api or load_api()
+    core = client.CoreV1Api(api)
+    batch = client.BatchV1Api(api)
+    net = client.NetworkingV1Api(api)
+    coord = client.CoordinationV1Api(api)
+    now = now or datetime.now(timezone.utc)
+    selector = run_selector(run_id) if run_id else MANAGED_SELECTOR
+    key = f"{LABEL_PREFIX}/run-id"
+
+    def items(fn: Any) -> list[dict[str, Any]]:
+        return list(json.loads(fn(namespace, label_selector=selector, _preload_content=False).data).get("items") or [])
+
+    try:
+        # objects first, then leases: a run that starts in between has a lease and younger objects
+        objs = items(batch.list_namespaced_job) + items(core.list_namespaced_pod) + items(net.list_namespaced_network_policy)
+        leases = {((le.get("metadata") or {}).get("labels") or {}).get(key): le for le in items(coord.list_namespaced_lease)}
+    except Exception as e:  # noqa: BLE001
+        raise BackendError(f"listing evalmanifest objects in {namespace!r} failed: {e}") from e
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for o in objs:
+        rid = ((o.get("metadata") or {}).get("labels") or {}).get(key)
+        if rid:
+            runs.setdefault(rid, []).append(o)
+    for rid in leases:
+        if rid:
+            runs.setdefault(rid, [])
+    out: dict[str, Any] = {"runs": 0, "pods": 0, "jobs": 0, "networkpolicies": 0, "leases": 0,
+                           "skipped_live": 0, "skipped_not_runner": 0, "skipped_young": 0}
+    decisions: dict[str, str] = {}
+    for rid, group in sorted(runs.items()):
+        live, why = run_liveness(leases.get(rid), now)
+        if not all_runs:
+            if live:
+                out["skipped_live"] += 1
+                decisions[rid] = f"kept: live ({why})"
+                continue
+            if run_id is None:
+                by_runner = [o for o in group if A_RUNNER in ((o.get("metadata") or {}).get("annotations") or {})]
+                if group and not by_runner and rid not in leases:
+                    out["skipped_not_runner"] += 1
+                    decisions[rid] = "kept: not created by a runner (applied from render output); use --run-id or --all"
+                    continue
+                if rid not in leases:
+                    ages = [_parse_time((o.get("metadata") or {}).get("creationTimestamp")) for o in by_runner]
+                    if any(t is None or (now - t).total_seconds() < grace_sec for t in ages):
+                        out["skipped_young"] += 1
+                        decisions[rid] = "kept: no lease yet and objects younger than the lease grace period"
+                        continue
+        n = delete_by_label(namespace, run_selector(rid), api=api, include_leases=True)
+        for k, v in n.items():
+            out[k] += v
+        out["runs"] += 1
+        decisions[rid] = f"deleted ({why})"
+    out["decisions"] = decisions
     return out
 
 
@@ -576,4 +880,14 @@ def capture_cluster(namespace: str = "default", api: Any = None) -> dict[str, An
     return out
 
 
-__all__ = ["KubernetesRunner", "RunFiles", "capture_cluster", "delete_by_label", "load_api", "node_facts", "probe_blocks"]
+__all__ = [
+    "Heartbeat",
+    "KubernetesRunner",
+    "capture_cluster",
+    "delete_by_label",
+    "gc_runs",
+    "load_api",
+    "node_facts",
+    "probe_blocks",
+    "run_liveness",
+]
