@@ -55,30 +55,84 @@ L_RUNNER_PID = LABEL_PREFIX + "runner-pid"
 L_RUNNER_START = LABEL_PREFIX + "runner-start"
 L_NOMINAL = LABEL_PREFIX + "nominal-ceiling."
 
-SUPPORT_DIR = "/.evalmanifest"
-WRAPPER = f"{SUPPORT_DIR}/run.sh"
-PROBE_PATH = f"{SUPPORT_DIR}/probe.sh"
-PROBE_OUT = "probe.out"
-RC_OUT = "rc"
 PAGE = 4096
+PROBE_BEGIN = "@@evalmanifest-probe-begin"
+PROBE_END = "@@evalmanifest-probe-end"
+REWARD_BEGIN = "@@evalmanifest-reward-begin"
+REWARD_END = "@@evalmanifest-reward-end"
+WRAPPER_NAME = "evalmanifest-trial"
 
-#: the in-container wrapper: runs the task as a child (so an OOM kill picks the task, not PID 1), forwards
-#: SIGTERM from ``docker stop``, then runs the probe while the cgroup still exists.
-WRAPPER_SCRIPT = r"""#!/bin/sh
-# evalmanifest trial wrapper (PID 1): task command as a child, then the environment probe.
-D=/.evalmanifest
+#: The in-container wrapper (PID 1), passed inline as ``sh -c SCRIPT evalmanifest-trial REWARD_PATH ARGV...``
+#: so no file has to be copied in (``put_archive``/``get_archive`` cost ~70 ms each). It runs the task as a
+#: child (an OOM kill picks the task, not PID 1), forwards SIGTERM from ``docker stop``, then - while the
+#: cgroup still exists - prints the probe and the reward file between markers on stderr (the log stream).
+WRAPPER_TEMPLATE = r"""_em_probe() (
+%(probe)s
+)
+_em_reward=$1
+shift
 "$@" </dev/null &
-child=$!
-trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+_em_child=$!
+trap 'kill -TERM "$_em_child" 2>/dev/null' TERM INT
 while :; do
-    wait "$child"
-    rc=$?
-    kill -0 "$child" 2>/dev/null || break
+    wait "$_em_child"
+    _em_rc=$?
+    kill -0 "$_em_child" 2>/dev/null || break
 done
-sh "$D/probe.sh" >"$D/probe.out" 2>/dev/null
-echo "$rc" >"$D/rc"
-exit "$rc"
+{
+    echo
+    echo "%(pb)s"
+    _em_probe
+    echo "%(pe)s"
+    if [ "$_em_reward" != - ] && [ -f "$_em_reward" ]; then
+        echo "%(rb)s"
+        head -c 4096 "$_em_reward"
+        echo
+        echo "%(re)s"
+    fi
+} >&2
+exit "$_em_rc"
 """
+
+
+def _compact_probe(text: str) -> str:
+    """The probe without its shebang, comments and blank lines (it travels in every create request)."""
+    out = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def wrapper_script() -> str:
+    from evalmanifest.capture import probe_script  # noqa: PLC0415
+
+    return WRAPPER_TEMPLATE % {
+        "probe": _compact_probe(probe_script()),
+        "pb": PROBE_BEGIN,
+        "pe": PROBE_END,
+        "rb": REWARD_BEGIN,
+        "re": REWARD_END,
+    }
+
+
+def split_log(text: str) -> tuple[str | None, bytes | None]:
+    """(probe output, reward bytes) from the tail of a container's stderr; the LAST marked block wins."""
+    probe = reward = None
+    i = text.rfind(PROBE_BEGIN + "\n")
+    if i >= 0:
+        j = text.find("\n" + PROBE_END, i)
+        if j >= 0:
+            probe = text[i + len(PROBE_BEGIN) + 1 : j + 1]
+    k = text.rfind(REWARD_BEGIN + "\n")
+    if k >= 0:
+        e = text.find("\n" + REWARD_END, k)
+        if e >= 0:
+            reward = text[k + len(REWARD_BEGIN) + 1 : e].encode()
+    return probe, reward
+
 
 CAPABILITIES = Capabilities(
     methods={
@@ -530,11 +584,14 @@ class DockerAdapter(Adapter):
             "AutoRemove": False,
             "RestartPolicy": {"Name": "no"},
             "Init": False,
+            # the probe travels on the log stream: make sure it is readable and bounded
+            "LogConfig": {"Type": "json-file", "Config": {"max-size": "8m", "max-file": "1"}},
         }
         argv = _argv(rt.command)
+        reward_path = rt.success.path if rt.success.kind == "reward_file" and rt.success.path else "-"
         config: dict[str, Any] = {
             "Image": rt.image,
-            "Entrypoint": ["/bin/sh", WRAPPER],
+            "Entrypoint": ["/bin/sh", "-c", wrapper_script(), WRAPPER_NAME, reward_path],
             "Cmd": argv,
             "WorkingDir": rt.workdir or "",
             "Env": [f"{k}={v}" for k, v in sorted(rt.env.items())],
@@ -590,6 +647,16 @@ def _examples(root: Path) -> list[Path]:
     return sorted([p for p in d.glob("*") if p.suffix in (".yaml", ".yml", ".json")]) if d.is_dir() else []
 
 
+def _golden_form(rendered: dict[str, Any]) -> dict[str, Any]:
+    """The inline wrapper script (~9 kB, identical for every container) replaced by its digest."""
+    import hashlib  # noqa: PLC0415
+
+    ep = list(rendered["config"]["Entrypoint"])
+    script = ep[2]
+    ep[2] = f"<wrapper_script() sha256:{hashlib.sha256(script.encode()).hexdigest()[:16]} {len(script)} bytes>"
+    return {**rendered, "config": {**rendered["config"], "Entrypoint": ep}}
+
+
 def render_example(path: Path) -> dict[str, Any]:
     """Golden form of one spec example: every task's attempt 0, or the error for unsupported methods."""
     from evalmanifest.errors import EvalManifestError  # noqa: PLC0415
@@ -599,7 +666,7 @@ def render_example(path: Path) -> dict[str, Any]:
     adapter = DockerAdapter()
     out: dict[str, Any] = {"example": path.name, "adapter": "docker"}
     try:
-        out["containers"] = [adapter.render(m, t.id, 0) for t in m.tasks]
+        out["containers"] = [_golden_form(adapter.render(m, t.id, 0)) for t in m.tasks]
     except EvalManifestError as e:
         out["error"] = {"type": type(e).__name__, "message": e.diagnostics()}
     return out
@@ -612,10 +679,13 @@ def readme_text(root: Path | None = None) -> str:
         "",
         "<!-- GENERATED by evalmanifest.adapters.docker.regen_golden(); do not edit by hand. -->",
         "",
-        "Runs every task x attempt of a manifest on a real Docker Engine: create -> copy wrapper and probe ->",
-        "start -> wait with the task timeout -> inspect -> read probe output and reward file -> remove. Never",
-        "`--rm` (it destroys `State.OOMKilled`). Containers carry `io.evalmanifest.run-id` and runner labels;",
-        "a new run or `evalmanifest gc` removes orphans of crashed runners.",
+        "Runs every task x attempt of a manifest on a real Docker Engine: create -> start -> wait with the task",
+        "timeout -> inspect -> read probe output and reward file -> remove. Never `--rm` (it destroys",
+        "`State.OOMKilled`). The entrypoint is an inline `sh -c` wrapper (PID 1) that runs the task as a child,",
+        "forwards `docker stop`'s SIGTERM, then prints the probe and the reward file between markers on stderr",
+        "while the cgroup still exists (no file copied in or out). Containers carry `io.evalmanifest.run-id` and",
+        "runner labels; a new run or `evalmanifest gc` removes orphans of crashed runners. Goldens show the",
+        "wrapper as `<wrapper_script() sha256:... N bytes>`; `evalmanifest render` prints it in full.",
         "",
         "```",
         "evalmanifest render --adapter docker MANIFEST [--task ID]",
@@ -655,7 +725,7 @@ def readme_text(root: Path | None = None) -> str:
         "",
         "| priority | evidence | outcome / infra cause |",
         "|---|---|---|",
-        "| 1 | create/start/copy failed | `infra_error` / `sandbox_failed` |",
+        "| 1 | create/start failed (e.g. image missing) | `infra_error` / `sandbox_failed` |",
         "| 2 | harness deadline hit (stop, then kill) | `timeout` (never OOM, whatever the exit code) |",
         "| 3 | `State.OOMKilled` or memcg `oom_kill` > 0, a memory ceiling in force | `infra_error` / `oom_at_ceiling`"
         " (or `failure` when `trials.oom_at_ceiling_counts_as: failure`), also when the shell exited 0 |",

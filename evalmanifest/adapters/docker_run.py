@@ -19,6 +19,7 @@ import socket
 import sys
 import tarfile
 import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -35,24 +36,23 @@ from evalmanifest.adapters.docker import (
     L_RUNNER_PID,
     L_RUNNER_START,
     L_TRY,
-    PROBE_OUT,
     STATE_FIELDS,
-    SUPPORT_DIR,
-    WRAPPER_SCRIPT,
     Evidence,
     classify,
     container_name,
     observe,
     pick,
+    split_log,
 )
 from evalmanifest.canonical import digest
-from evalmanifest.capture import parse_probe, probe_script, probe_summary
+from evalmanifest.capture import parse_probe, probe_summary
 from evalmanifest.errors import AdapterError, RunDirectoryError
 from evalmanifest.models.manifest import EvalManifest
 from evalmanifest.models.trial import TrialRecord
 
 OUTCOMES = ("success", "failure", "timeout", "infra_error")
 MAX_REWARD_BYTES = 1 << 20
+LOG_TAIL_LINES = 600
 
 
 def utcnow() -> str:
@@ -117,20 +117,6 @@ def gc_orphans(client, all_hosts: bool = False, run_id: str | None = None) -> li
 
 
 # --- one trial ------------------------------------------------------------------------------------------
-def _support_tar() -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        d = tarfile.TarInfo(SUPPORT_DIR.lstrip("/"))
-        d.type, d.mode = tarfile.DIRTYPE, 0o777
-        tar.addfile(d)
-        for name, text in (("run.sh", WRAPPER_SCRIPT), ("probe.sh", probe_script())):
-            data = text.encode()
-            ti = tarfile.TarInfo(f"{SUPPORT_DIR.lstrip('/')}/{name}")
-            ti.size, ti.mode = len(data), 0o755
-            tar.addfile(ti, io.BytesIO(data))
-    return buf.getvalue()
-
-
 def _read_archive(api, cid: str, path: str, limit: int) -> dict[str, bytes]:
     """name -> bytes of the regular files under ``path`` of a (stopped) container; {} when absent."""
     import docker.errors  # noqa: PLC0415
@@ -233,8 +219,8 @@ class DockerRunner:
         self.counts = {k: 0 for k in OUTCOMES}
         self.counts_lock = threading.Lock()
         self.identity = runner_identity()
+        self.digest = digest(manifest)
         self._image_cmd: dict[str, list[str]] = {}
-        self._support = _support_tar()
 
     # --- run directory -------------------------------------------------------------------------------
     def _environment(self, host: dict[str, Any]):
@@ -457,7 +443,7 @@ class DockerRunner:
         r = job.rendered
         config = copy.deepcopy(r["config"])
         config["Labels"].update(
-            {L_RUN_ID: self.run_id, L_TRY: str(try_index), L_DIGEST: digest(self.manifest), **self.identity}
+            {L_RUN_ID: self.run_id, L_TRY: str(try_index), L_DIGEST: self.digest, **self.identity}
         )
         name = container_name(self.run_id, job.task_id, job.attempt, try_index) + "-" + secrets.token_hex(2)
         timeout = r["timeout_sec"]
@@ -485,16 +471,16 @@ class DockerRunner:
             details["container_id"] = cid[:12]
             if self.stop.is_set():
                 return None
-            api.put_archive(cid, "/", self._support)
-            hc = pick(api.inspect_container(cid).get("HostConfig"), HOSTCONFIG_FIELDS)
-            ev.memory_limit = int(hc.get("Memory") or 0)
             api.start(cid)
+            t0 = time.monotonic()
             try:
                 res = api.wait(cid, timeout=timeout)
                 ev.exit_code = res.get("StatusCode")
             except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
                 if self.stop.is_set():
                     return None
+                if timeout is None or time.monotonic() - t0 < 0.98 * timeout:
+                    raise  # the engine connection failed: not a deadline
                 ev.timed_out = True
                 try:
                     api.stop(cid, timeout=max(0, int(round(grace))))
@@ -506,14 +492,19 @@ class DockerRunner:
                 return None
             insp = api.inspect_container(cid)
             ev.state = pick(insp.get("State"), STATE_FIELDS)
-            files = _read_archive(api, cid, SUPPORT_DIR, 256 * 1024)
-            if PROBE_OUT in files:
-                probe = parse_probe(files[PROBE_OUT].decode("utf-8", "replace"))
+            hc = pick(insp.get("HostConfig"), HOSTCONFIG_FIELDS)  # as admitted, read back from the engine
+            ev.memory_limit = int(hc.get("Memory") or 0)
+            tail = api.logs(cid, stdout=False, stderr=True, tail=LOG_TAIL_LINES).decode("utf-8", "replace")
+            probe_text, reward_bytes = split_log(tail)
+            if probe_text is not None:
+                probe = parse_probe(probe_text)
             else:
                 details["probe_missing"] = True
             if ev.success_kind == "reward_file" and r["success"].get("path"):
-                got = _read_archive(api, cid, r["success"]["path"], MAX_REWARD_BYTES)
-                ev.reward = parse_reward(next(iter(got.values()), None))
+                if reward_bytes is None:  # wrapper killed before it could print it: read the file itself
+                    got = _read_archive(api, cid, r["success"]["path"], MAX_REWARD_BYTES)
+                    reward_bytes = next(iter(got.values()), None)
+                ev.reward = parse_reward(reward_bytes)
         except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
             if self.stop.is_set():
                 return None

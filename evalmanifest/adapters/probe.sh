@@ -28,23 +28,23 @@ rd() {
 
 isnum() { case "$1" in '' | *[!0-9]*) return 1 ;; *) return 0 ;; esac; }
 
-# v1 "unlimited" is a huge page-rounded number (9223372036854771712); anything >= 2^62 counts.
+# Helpers set variables instead of printing: command substitution forks, and the probe runs after
+# every trial. norm1: v1 "unlimited" is a huge page-rounded number (9223372036854771712); >= 2^62 counts.
 norm1() {
+    _n=$1
     if isnum "$1" && [ "${#1}" -ge 19 ]; then
-        if [ "${#1}" -gt 19 ] || [ "$1" -ge 4611686018427387904 ]; then
-            printf 'unlimited'
-            return
-        fi
+        if [ "${#1}" -gt 19 ] || [ "$1" -ge 4611686018427387904 ]; then _n=unlimited; fi
     fi
-    if [ "$1" = "-1" ]; then printf 'unlimited'; else printf '%s' "$1"; fi
+    [ "$1" = "-1" ] && _n=unlimited
+    return 0
 }
 
-norm2() { if [ "$1" = "max" ]; then printf 'unlimited'; else printf '%s' "$1"; fi; }
+norm2() { _n=$1; [ "$1" = "max" ] && _n=unlimited; return 0; }
 
 # one FILE as KEY (first line)
 one() { rd "$2" && kv "$1" "$_v"; }
-one1() { rd "$2" && kv "$1" "$(norm1 "$_v")"; }
-one2() { rd "$2" && kv "$1" "$(norm2 "$_v")"; }
+one1() { rd "$2" && norm1 "$_v" && kv "$1" "$_n"; }
+one2() { rd "$2" && norm2 "$_v" && kv "$1" "$_n"; }
 
 # flat keyed file ("name value" per line) under PREFIX
 keyed() {
@@ -57,9 +57,9 @@ keyed() {
 # --- identity -------------------------------------------------------------------------------------
 kv probe.version "$PROBE_VERSION"
 kv probe.time_utc "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-kv kernel.release "$(uname -r)"
+if rd "$PROC/sys/kernel/osrelease"; then kv kernel.release "$_v"; else kv kernel.release "$(uname -r)"; fi
 kv kernel.machine "$(uname -m)"
-kv kernel.version "$(uname -v)"
+if rd "$PROC/sys/kernel/version"; then kv kernel.version "$_v"; else kv kernel.version "$(uname -v)"; fi
 if [ -r /etc/os-release ]; then
     while IFS='=' read -r _k _rest; do
         if [ "$_k" = PRETTY_NAME ]; then
@@ -68,7 +68,7 @@ if [ -r /etc/os-release ]; then
         fi
     done < /etc/os-release
 fi
-_h=$(hostname) && [ -n "$_h" ] && kv host.name "$_h"
+if rd "$PROC/sys/kernel/hostname"; then kv host.name "$_v"; else _h=$(hostname) && [ -n "$_h" ] && kv host.name "$_h"; fi
 
 # hints: presence only, never values
 [ -e /.dockerenv ] && kv hint.dockerenv 1
@@ -76,30 +76,47 @@ _h=$(hostname) && [ -n "$_h" ] && kv host.name "$_h"
 [ -d /var/run/secrets/kubernetes.io/serviceaccount ] && kv hint.k8s_serviceaccount 1
 
 # --- CPU ------------------------------------------------------------------------------------------
-_n=$(nproc) && [ -n "$_n" ] && kv cpu.nproc "$_n"
+# cpu.nproc = CPUs this process may run on (sched_getaffinity, what nproc prints): counted from
+# Cpus_allowed_list without forking; nproc only as a fallback.
+_allowed=
+if [ -r "$PROC/self/status" ]; then
+    while IFS=": 	" read -r _k _val; do
+        [ "$_k" = Cpus_allowed_list ] && _allowed=$_val
+    done < "$PROC/self/status"
+fi
+if [ -n "$_allowed" ]; then
+    _cnt=0
+    _oldifs=$IFS
+    IFS=,
+    for _r in $_allowed; do
+        case "$_r" in
+        *-*) _cnt=$((_cnt + ${_r#*-} - ${_r%-*} + 1)) ;;
+        ?*) _cnt=$((_cnt + 1)) ;;
+        esac
+    done
+    IFS=$_oldifs
+    kv cpu.nproc "$_cnt"
+else
+    _c=$(nproc) && [ -n "$_c" ] && kv cpu.nproc "$_c"
+fi
 if [ -r "$PROC/cpuinfo" ]; then
-    _count=0
+    _count=$(grep -c '^processor' "$PROC/cpuinfo")
     _model=
     _hyp=0
+    # model and flags from the first CPU's block only (a 64-core cpuinfo is thousands of lines)
     while IFS= read -r _line; do
         case "$_line" in
-        processor*) _count=$((_count + 1)) ;;
-        "model name"*) [ -z "$_model" ] && _model=${_line#*: } ;;
+        "") break ;;
+        "model name"*) _model=${_line#*: } ;;
         flags*) case " ${_line#*:} " in *" hypervisor "*) _hyp=1 ;; esac ;;
         esac
     done < "$PROC/cpuinfo"
-    kv cpu.cpuinfo_count "$_count"
+    isnum "$_count" && kv cpu.cpuinfo_count "$_count"
     [ -n "$_model" ] && kv cpu.model "$_model"
     [ "$_hyp" = 1 ] && kv hint.cpu_hypervisor_flag 1
 fi
 one cpu.online_list "$SYS/devices/system/cpu/online"
-if [ -r "$PROC/self/status" ]; then
-    while IFS= read -r _line; do
-        case "$_line" in
-        Cpus_allowed_list:*) _x=${_line#*:}; kv proc.self_cpus_allowed "$(echo $_x)" ;;
-        esac
-    done < "$PROC/self/status"
-fi
+[ -n "$_allowed" ] && kv proc.self_cpus_allowed "$_allowed"
 
 # --- memory ---------------------------------------------------------------------------------------
 if [ -r "$PROC/meminfo" ]; then
@@ -119,11 +136,18 @@ if [ -r "$PROC/vmstat" ]; then
         [ "$_k" = oom_kill ] && kv vmstat.oom_kill "$_val"
     done < "$PROC/vmstat"
 fi
-_u=$(ulimit -n) && [ -n "$_u" ] && kv ulimit.nofile "$_u"
-_u=$(ulimit -u) && [ -n "$_u" ] && kv ulimit.nproc "$_u"
-_df=$(df -Pk / | tail -n 1)
+if [ -r "$PROC/self/limits" ]; then
+    while IFS= read -r _line; do
+        case "$_line" in
+        "Max open files"*) set -- $_line; kv ulimit.nofile "$4" ;;
+        "Max processes"*) set -- $_line; kv ulimit.nproc "$3" ;;
+        esac
+    done < "$PROC/self/limits"
+fi
+_df=$(df -Pk /)
 if [ -n "$_df" ]; then
-    set -- $_df
+    set -- ${_df##*"
+"}
     isnum "$2" && kv disk.root_total_kb "$2"
     isnum "$4" && kv disk.root_avail_kb "$4"
 fi
@@ -144,22 +168,24 @@ fi
 # --- cgroups --------------------------------------------------------------------------------------
 # Own cgroup path per controller from /proc/self/cgroup; the directory is ROOT/<ctrl>/<path> when it
 # exists (host view), else ROOT/<ctrl> (container with its own cgroup mounted at the root).
-cg_path_v1() { # controller -> path
+cg_path_v1() { # controller -> $_cp
+    _cp=
     [ -r "$PROC/self/cgroup" ] || return 1
     while IFS=: read -r _id _ctrls _p; do
-        case ",$_ctrls," in *",$1,"*) printf '%s' "$_p"; return 0 ;; esac
+        case ",$_ctrls," in *",$1,"*) _cp=$_p; return 0 ;; esac
     done < "$PROC/self/cgroup"
     return 1
 }
-cg_path_v2() {
+cg_path_v2() { # -> $_cp
+    _cp=
     [ -r "$PROC/self/cgroup" ] || return 1
     while IFS=: read -r _id _ctrls _p; do
-        [ "$_id" = 0 ] && [ -z "$_ctrls" ] && { printf '%s' "$_p"; return 0; }
+        [ "$_id" = 0 ] && [ -z "$_ctrls" ] && { _cp=$_p; return 0; }
     done < "$PROC/self/cgroup"
     return 1
 }
-pick_dir() { # base path -> dir
-    if [ -n "$2" ] && [ "$2" != / ] && [ -d "$1$2" ]; then printf '%s' "$1$2"; else printf '%s' "$1"; fi
+pick_dir() { # base path -> $_pd
+    if [ -n "$2" ] && [ "$2" != / ] && [ -d "$1$2" ]; then _pd=$1$2; else _pd=$1; fi
 }
 
 MODE=none
@@ -178,8 +204,10 @@ EFF_OOM=
 EFF_PEAK=
 
 if [ "$MODE" = v2 ]; then
-    _p=$(cg_path_v2)
-    D=$(pick_dir "$V2ROOT" "$_p")
+    cg_path_v2
+    _p=$_cp
+    pick_dir "$V2ROOT" "$_p"
+    D=$_pd
     kv cgroup.path "${_p:-/}"
     kv cgroup.dir "$D"
     for _f in memory.max memory.high memory.low memory.min memory.swap.max; do one2 "cg2.$_f" "$D/$_f"; done
@@ -199,7 +227,7 @@ if [ "$MODE" = v2 ]; then
     if [ -r "$D/memory.pressure" ]; then
         while read -r _k _rest; do [ "$_k" = some ] && kv cg2.memory.pressure.some "$_rest"; done < "$D/memory.pressure"
     fi
-    rd "$D/memory.max" && EFF_MEM=$(norm2 "$_v")
+    rd "$D/memory.max" && norm2 "$_v" && EFF_MEM=$_n
     if rd "$D/cpu.max"; then
         set -- $_v
         if [ "$1" = max ]; then EFF_CPU=unlimited
@@ -210,12 +238,20 @@ if [ "$MODE" = v2 ]; then
     fi
     rd "$D/memory.peak" && EFF_PEAK=$_v
 elif [ "$MODE" = v1 ] || [ "$MODE" = hybrid ]; then
-    _pm=$(cg_path_v1 memory)
-    M=$(pick_dir "$CG/memory" "$_pm")
+    cg_path_v1 memory
+    _pm=$_cp
+    pick_dir "$CG/memory" "$_pm"
+    M=$_pd
     if [ -d "$CG/cpu,cpuacct" ]; then _cpubase="$CG/cpu,cpuacct"; else _cpubase="$CG/cpu"; fi
-    C=$(pick_dir "$_cpubase" "$(cg_path_v1 cpu)")
-    S=$(pick_dir "$CG/cpuset" "$(cg_path_v1 cpuset)")
-    P=$(pick_dir "$CG/pids" "$(cg_path_v1 pids)")
+    cg_path_v1 cpu
+    pick_dir "$_cpubase" "$_cp"
+    C=$_pd
+    cg_path_v1 cpuset
+    pick_dir "$CG/cpuset" "$_cp"
+    S=$_pd
+    cg_path_v1 pids
+    pick_dir "$CG/pids" "$_cp"
+    P=$_pd
     kv cgroup.path "${_pm:-/}"
     kv cgroup.dir "$M"
     for _f in limit_in_bytes soft_limit_in_bytes memsw.limit_in_bytes; do one1 "cg1.memory.$_f" "$M/memory.$_f"; done
@@ -226,7 +262,7 @@ elif [ "$MODE" = v1 ] || [ "$MODE" = hybrid ]; then
     _hier=
     if [ -r "$M/memory.stat" ]; then
         while read -r _k _val; do
-            [ "$_k" = hierarchical_memory_limit ] && _hier=$_val && kv cg1.memory.stat.hierarchical_memory_limit "$(norm1 "$_val")"
+            [ "$_k" = hierarchical_memory_limit ] && _hier=$_val && norm1 "$_val" && kv cg1.memory.stat.hierarchical_memory_limit "$_n"
         done < "$M/memory.stat"
     fi
     one1 cg1.cpu.cfs_quota_us "$C/cpu.cfs_quota_us"
@@ -239,8 +275,10 @@ elif [ "$MODE" = v1 ] || [ "$MODE" = hybrid ]; then
     keyed cg1.pids.events "$P/pids.events"
     # effective memory limit: the tighter of the own limit and the hierarchical one
     if rd "$M/memory.limit_in_bytes"; then
-        EFF_MEM=$(norm1 "$_v")
-        if isnum "$_hier" && [ "$(norm1 "$_hier")" != unlimited ]; then
+        norm1 "$_v"
+        EFF_MEM=$_n
+        norm1 "$_hier"
+        if isnum "$_hier" && [ "$_n" != unlimited ]; then
             if [ "$EFF_MEM" = unlimited ] || [ "$_hier" -lt "$EFF_MEM" ]; then EFF_MEM=$_hier; fi
         fi
     fi

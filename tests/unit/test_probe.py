@@ -144,3 +144,15 @@ def test_capture_local_has_host_facts_and_no_env_values(monkeypatch: pytest.Monk
     assert c["host"]["kernel"]
     assert c["probe"]["probe.end"] == "1"
     assert "s3cr3t-value" not in repr(c)
+
+
+@pytest.mark.parametrize(("allowed", "n"), [("0-1", "2"), ("0-3,6,8-9", "7"), ("5", "1")])
+def test_probe_counts_allowed_cpus_without_nproc(tmp_path: Path, allowed: str, n: str) -> None:
+    proc = tmp_path / "proc"
+    _write(proc, "self/status", f"Name:\tsh\nCpus_allowed_list:\t{allowed}\n")
+    _write(proc, "self/limits", "Limit  Soft Limit  Hard Limit  Units\nMax processes  4096  4096  processes\nMax open files  1024  4096  files\n")
+    p = _run("sh", tmp_path / "cg", proc)
+    assert p["cpu.nproc"] == n
+    assert p["proc.self_cpus_allowed"] == allowed
+    assert p["ulimit.nofile"] == "1024"
+    assert p["ulimit.nproc"] == "4096"
