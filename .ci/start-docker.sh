@@ -3,12 +3,17 @@
 #
 # Usage: .ci/start-docker.sh            # installs docker.io if needed, starts dockerd, waits for the socket
 # Env:   DOCKER_START_TIMEOUT (seconds, default 60), DOCKERD_LOG (default /tmp/dockerd.log),
+#        DOCKERD_NET_ARGS (default "--iptables=false --ip-masq=false"),
 #        DOCKERD_EXTRA_ARGS (appended to the dockerd command line)
 #
-# What works in the evalmanifest sandbox (no systemd, cgroup v1 hybrid, ext4 root, no registry):
-#   dockerd --iptables=false --ip-masq=false: keep the default bridge but do not program netfilter
-#   (no NAT/nft permissions); storage driver chosen by dockerd (overlay2 on ext4 here; vfs elsewhere);
-#   cgroupfs driver, cgroup v1 hybrid. Memory/CPU/pids limits are enforced.
+# What works in the evalmanifest sandbox (no systemd, cgroup v1 hybrid, ext4 root, no registry), verified
+# with Docker 20.10.24 (Debian docker.io), runc 1.1.5, containerd 1.6.20:
+#   dockerd --iptables=false --ip-masq=false --host=unix:///var/run/docker.sock
+#   storage driver overlay2 (dockerd's choice on ext4), cgroupfs driver, cgroup v1; memory, CPU (CFS
+#   quota), pids limits and memcg OOM kills all enforced and observable inside containers.
+# --iptables=false/--ip-masq=false keep dockerd from rewriting the host's netfilter rules: the tests run
+# with network none (internet denied); bridged containers get an address but no NAT to the outside.
+# On a host where containers need outbound internet, set DOCKERD_NET_ARGS="" to let dockerd manage NAT.
 set -u
 
 SOCK=/var/run/docker.sock
@@ -68,7 +73,7 @@ if ! pgrep -x dockerd >/dev/null 2>&1; then
     # --iptables=false/--ip-masq=false: the sandbox cannot program netfilter; containers that need no
     # network (evals with internet denied) are unaffected, bridged containers still get an address.
     # shellcheck disable=SC2086
-    nohup dockerd --iptables=false --ip-masq=false --host=unix://$SOCK ${DOCKERD_EXTRA_ARGS:-} \
+    nohup dockerd ${DOCKERD_NET_ARGS---iptables=false --ip-masq=false} --host=unix://$SOCK ${DOCKERD_EXTRA_ARGS:-} \
         >"$LOG" 2>&1 </dev/null &
 fi
 
