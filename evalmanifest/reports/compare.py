@@ -15,7 +15,7 @@ import numpy as np
 from evalmanifest.errors import ReportError
 from evalmanifest.reports import stats as st
 from evalmanifest.reports.diff import diff_sides
-from evalmanifest.reports.inputs import Side, load_side, run_window
+from evalmanifest.reports.inputs import Side, load_side, preload_trials, run_window
 from evalmanifest.reports.noise import Calibration, load_calibration
 from evalmanifest.reports.trials_table import INFRA_CAUSES, KIND_NAMES, TrialColumns
 
@@ -121,6 +121,7 @@ def compare_runs(
     for s in (a, b):
         if not s.is_run:
             raise ReportError(f"{s.path}: compare needs run directories (manifest.yaml + trials.jsonl), not a manifest")
+    preload_trials(a, b)
     diff = diff_sides(a, b, calibration=cal)
     ta_cols, tb_cols = a.trials(), b.trials()
     ta, tb = ta_cols.task_table(), tb_cols.task_table()
@@ -193,7 +194,7 @@ def compare_runs(
 
 
 def clean(obj: Any) -> Any:
-    """JSON-ready and deterministic: tuples → lists, floats rounded to 10 decimals, NaN/inf → null."""
+    """JSON-ready and deterministic: tuples → lists, floats to 12 significant digits, NaN/inf → null."""
     if isinstance(obj, dict):
         return {str(k): clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -206,6 +207,6 @@ def clean(obj: Any) -> Any:
         x = float(obj)
         if not math.isfinite(x):
             return None
-        r = round(x, 10)
+        r = float(f"{x:.12g}")
         return 0.0 if r == 0 else r
     return obj

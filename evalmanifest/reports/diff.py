@@ -72,29 +72,54 @@ def classify_path(path: str) -> str:
     return cls
 
 
-def _manifest_fields(m: Any) -> dict[str, Any]:
+def _manifest_fields(m: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(flattened non-task fields, task id -> task dump)."""
     data = m.model_dump(mode="json", by_alias=True)
     tasks = data.pop("tasks", [])
     flat: dict[str, Any] = {}
     _flatten(data, "", flat)
-    for t in tasks:
-        tid = t.pop("id")
-        tflat: dict[str, Any] = {}
-        _flatten(t, "", tflat)
-        for k, v in tflat.items():
-            flat[f"tasks.{tid}.{k}"] = v
-    return flat
+    return flat, {t["id"]: t for t in tasks}
+
+
+def _task_fields(tid: str, t: dict[str, Any]) -> dict[str, Any]:
+    t = {k: v for k, v in t.items() if k != "id"}
+    tflat: dict[str, Any] = {}
+    _flatten(t, "", tflat)
+    return {f"tasks.{tid}.{k}": v for k, v in tflat.items()}
 
 
 def _multiplier(ceiling: int | None, base: int) -> float:
     return math.inf if ceiling is None else ceiling / base
 
 
+def _resolved_by_task(m: Any, ids: list[str]) -> dict[str, Any]:
+    """Resolved task views for ``ids``; tasks with the same resource/timeout overrides share one resolution."""
+    import json
+
+    from evalmanifest.resolve import resolve_task
+
+    by_id = {t.id: t for t in m.tasks}
+    cache: dict[str, Any] = {}
+    out: dict[str, Any] = {}
+    for tid in ids:
+        t = by_id[tid]
+        ro, to = m.resources.overrides.get(tid), m.timeouts.overrides.get(tid)
+        if t.resources is None and t.timeouts is None and ro is None and to is None:
+            key = ""
+        else:
+            key = json.dumps(
+                [None if x is None else x.model_dump(mode="json", exclude_unset=True) for x in (t.resources, t.timeouts, ro, to)],
+                sort_keys=True,
+            )
+        if key not in cache:
+            cache[key] = resolve_task(m, t)
+        out[tid] = cache[key]
+    return out
+
+
 def resource_assessment(a: Any, b: Any, shared: list[str]) -> dict[str, Any]:
     """Compare effective (resolved) floors/ceilings per shared task and resource."""
-    from evalmanifest.resolve import resolve
-
-    ra, rb = resolve(a), resolve(b)
+    ta, tb = _resolved_by_task(a, shared), _resolved_by_task(b, shared)
     lo, hi = noise.moderate_range()
     classes: set[str] = set()
     findings: list[dict[str, Any]] = []
@@ -110,8 +135,6 @@ def resource_assessment(a: Any, b: Any, shared: list[str]) -> dict[str, Any]:
                     "message": f"run {side.upper()} does not document its enforcement method",
                 }
             )
-    ta = {t.task_id: t for t in ra.tasks}
-    tb = {t.task_id: t for t in rb.tasks}
     undeclared: dict[str, set[str]] = {}
     for tid in shared:
         xa, xb = ta[tid], tb[tid]
@@ -161,10 +184,13 @@ def resource_assessment(a: Any, b: Any, shared: list[str]) -> dict[str, Any]:
 def diff_sides(a: Side, b: Side, calibration: noise.Calibration | None = None) -> dict[str, Any]:
     """The diff report (a JSON-ready dict; ``differences`` is also embedded in the compare report)."""
     ma, mb = a.manifest, b.manifest
-    fa, fb = _manifest_fields(ma), _manifest_fields(mb)
-    ids_a = {t.id for t in ma.tasks}
-    ids_b = {t.id for t in mb.tasks}
+    (fa, tasks_a), (fb, tasks_b) = _manifest_fields(ma), _manifest_fields(mb)
+    ids_a, ids_b = set(tasks_a), set(tasks_b)
     shared = sorted(ids_a & ids_b)
+    for tid in shared:
+        if tasks_a[tid] != tasks_b[tid]:
+            fa.update(_task_fields(tid, tasks_a[tid]))
+            fb.update(_task_fields(tid, tasks_b[tid]))
     res = resource_assessment(ma, mb, shared)
     res_class = max(res["classes"], key=lambda c: noise.class_band(c) or 0.0, default=None)
     gates: list[str] = []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -14,7 +13,6 @@ import numpy as np
 from evalmanifest.errors import ReportError, RunDirectoryError
 
 MANIFEST_NAMES = ("manifest.yaml", "manifest.yml", "manifest.json")
-_HONOURED_FALSE = re.compile(rb'"honoured"[ \t]*:[ \t]*false')
 
 
 @dataclass
@@ -43,6 +41,36 @@ class Side:
                 raise RunDirectoryError(f"{self.path}: run directory has no trials.jsonl")
             self._trials = read_trials(p)
         return self._trials
+
+
+#: Trial files at least this large are read in parallel (one process per run) when cores allow.
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+
+
+def _read(path: str) -> Any:
+    from evalmanifest.reports.trials_table import read_trials
+
+    return read_trials(path)
+
+
+def preload_trials(*sides: Side) -> None:
+    """Read the trials of several runs, in parallel processes when the files are large (fork, Linux).
+
+    The result is identical to reading them one by one; errors surface the same way.
+    """
+    import multiprocessing as mp
+    import os
+
+    todo = [s for s in sides if s.is_run and s._trials is None and (s.path / "trials.jsonl").is_file()]
+    big = [s for s in todo if (s.path / "trials.jsonl").stat().st_size >= PARALLEL_MIN_BYTES]
+    if len(big) >= 2 and (os.cpu_count() or 1) >= 2 and "fork" in mp.get_all_start_methods():
+        ctx = mp.get_context("fork")
+        with ctx.Pool(processes=min(len(big), os.cpu_count() or 1)) as pool:
+            results = pool.map(_read, [str(s.path / "trials.jsonl") for s in big])
+        for s, r in zip(big, results):
+            s._trials = r
+    for s in todo:
+        s.trials()
 
 
 def _validate_json_file(p: Path, model: Any) -> Any:
@@ -109,27 +137,19 @@ def not_honoured(side: Side, limit: int = 20) -> dict[str, Any]:
                 }
             )
 
-    tp = side.path / "trials.jsonl"
-    any_observed = False
-    if tp.is_file():
-        buf = tp.read_bytes()
-        any_observed = b'"honoured"' in buf
-        for m in _HONOURED_FALSE.finditer(buf):
-            s = buf.rfind(b"\n", 0, m.start()) + 1
-            e = buf.find(b"\n", m.end())
-            line = buf[s : e if e >= 0 else len(buf)]
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            key = (rec.get("task_id"), rec.get("attempt"), rec.get("try_index", 0))
-            if key in seen:
-                continue
-            for res, obs in sorted((rec.get("observed") or {}).items()):
-                if isinstance(obs, dict) and obs.get("honoured") is False:
-                    add(str(key[0]), int(key[1]), int(key[2] or 0), res, obs, "trials.jsonl")
+    tc = side.trials()
+    any_observed = tc.any_observed
+    for line in tc.unhonoured_lines:
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        key = (rec.get("task_id"), rec.get("attempt"), rec.get("try_index", 0))
+        if key in seen:
+            continue
+        for res, obs in sorted((rec.get("observed") or {}).items()):
+            if isinstance(obs, dict) and obs.get("honoured") is False:
+                add(str(key[0]), int(key[1]), int(key[2] or 0), res, obs, "trials.jsonl")
     if side.environment is not None:
         for t in side.environment.trials:
             if t.resources:

@@ -64,6 +64,16 @@ _LINE = re.compile(
     + rb"(?:,[^\n]*)?\}[ \t\r]*$",
     re.MULTILINE,
 )
+#: The exact compact form of ``TrialRecord.model_dump_json()`` (the run writer's format); tried first.
+_TSC = rb'(?:null|"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d{1,9})?(?:Z|\+00:00)")'
+_COMPACT = re.compile(
+    rb'^\{"task_id":"([A-Za-z0-9][A-Za-z0-9._/\-]*)","attempt":(0|[1-9]\d*),"try_index":(0|[1-9]\d*),'
+    rb'"final":(true|false),"outcome":"(success|failure|timeout|infra_error)","infra_cause":(?:null|"([a-z_]+)"),'
+    rb'"reward":(?:null|' + _NUM + rb'),"exit_code":(?:null|-?\d+),"started_at":' + _TSC + rb',"finished_at":' + _TSC
+    + rb"(?:,[^\n]*)?\}\r?$",
+    re.MULTILINE,
+)
+_HONOURED_FALSE = re.compile(rb'"honoured"[ \t]*:[ \t]*false')
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,10 @@ class TrialColumns:
     n_lines: int
     n_fast: int
     """Lines read by the anchored fast path (the rest were fully validated with pydantic)."""
+    any_observed: bool = False
+    """Whether any record carries an ``honoured`` flag (declared-vs-observed was captured)."""
+    unhonoured_lines: tuple[bytes, ...] = ()
+    """Raw lines whose observed limits include ``"honoured": false`` (decoded on demand by diff)."""
 
     @property
     def codes(self) -> np.ndarray:
@@ -98,12 +112,29 @@ class TrialColumns:
         return TaskTable.from_codes(self.task_index, self.task_names, self.codes)
 
 
-def _epoch(ts: list[bytes | None]) -> np.ndarray:
-    out = np.full(len(ts), np.nan)
-    present = [i for i, t in enumerate(ts) if t]
-    if present:
-        arr = np.array([ts[i] for i in present], dtype="S19").astype("U19").astype("datetime64[s]")
-        out[np.asarray(present, dtype=np.int64)] = arr.astype(np.int64).astype(float)
+def _epoch(ts: list[bytes | None] | tuple[bytes, ...]) -> np.ndarray:
+    """Seconds since the epoch of ``YYYY-MM-DDTHH:MM:SS`` byte strings (UTC); NaN for empty/None."""
+    n = len(ts)
+    if n == 0:
+        return np.zeros(0)
+    arr = np.array([t or b"" for t in ts], dtype="S19")
+    v = arr.view(np.uint8).reshape(n, 19).astype(np.int64) - 48
+    present = v[:, 0] >= 0
+    y = v[:, 0] * 1000 + v[:, 1] * 100 + v[:, 2] * 10 + v[:, 3]
+    mo = v[:, 5] * 10 + v[:, 6]
+    d = v[:, 8] * 10 + v[:, 9]
+    hh = v[:, 11] * 10 + v[:, 12]
+    mi = v[:, 14] * 10 + v[:, 15]
+    ss = v[:, 17] * 10 + v[:, 18]
+    # days from civil (proleptic Gregorian), H. Hinnant's algorithm, vectorised
+    y2 = y - (mo <= 2)
+    era = np.floor_divide(y2, 400)
+    yoe = y2 - era * 400
+    doy = (153 * (mo + np.where(mo > 2, -3, 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    days = era * 146097 + doe - 719468
+    out = (days * 86400 + hh * 3600 + mi * 60 + ss).astype(float)
+    out[~present] = np.nan
     return out
 
 
@@ -128,39 +159,45 @@ def read_trials(path: str | Path) -> TrialColumns:
         buf = path.read_bytes()
     except OSError as exc:
         raise RunDirectoryError(f"{path}: cannot read trials: {exc.strerror or exc}") from None
-    # line starts (for error locations and for telling matched from unmatched lines)
-    nl = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)
-    starts = np.concatenate([[0], nl + 1])
-    if starts[-1] >= len(buf):
-        starts = starts[:-1]
-    # drop blank lines
-    n_lines = int(starts.size)
+    n_lines = buf.count(b"\n") + (1 if buf and not buf.endswith(b"\n") else 0)
+    any_observed = b'"honoured"' in buf
+    unhonoured: list[bytes] = []
+    if any_observed and _HONOURED_FALSE.search(buf) is not None:
+        for m in _HONOURED_FALSE.finditer(buf):
+            s0 = buf.rfind(b"\n", 0, m.start()) + 1
+            e0 = buf.find(b"\n", m.end())
+            line = buf[s0 : e0 if e0 >= 0 else len(buf)]
+            if not unhonoured or unhonoured[-1] != line:
+                unhonoured.append(line)
 
-    rows = _LINE.findall(buf)
-    fast_ok = len(rows) == n_lines
-    task_b: list[bytes]
+    rows = _COMPACT.findall(buf)
+    if len(rows) != n_lines:
+        rows = _LINE.findall(buf)
+    fast_ok = n_lines > 0 and len(rows) == n_lines
+    task_b: list[bytes] | tuple[bytes, ...]
     if fast_ok:
-        task_b = [r[0] for r in rows]
-        attempt = np.array([r[1] for r in rows], dtype=np.int64) if rows else np.zeros(0, np.int64)
-        try_b = [r[2] for r in rows]
-        final = np.array([r[3] != b"false" for r in rows], dtype=bool)
-        kind = np.array([OUTCOME_KIND[r[4]] for r in rows], dtype=np.int8)
-        cause_b = [r[5] for r in rows]
-        started = _epoch([r[6] for r in rows])
-        finished = _epoch([r[7] for r in rows])
-        n_fast = n_lines
-        try_index = np.array([int(t) if t else 0 for t in try_b], dtype=np.int64) if any(try_b) else np.zeros(
-            n_lines, np.int64
-        )
+        task_b, att_b, _try_b, fin_b, out_b, cause_b, st_b, fi_b = ([r[i] for r in rows] for i in range(8))
+        del rows
+        attempt = np.array(att_b).astype(np.int64)
+        final = np.array(fin_b) != b"false"
+        out_arr = np.array(out_b)
+        kind = np.full(n_lines, -1, dtype=np.int8)
+        for word, code in OUTCOME_KIND.items():
+            kind[out_arr == word] = code
         cause = np.full(n_lines, -1, dtype=np.int16)
-        if any(cause_b):
-            for i, c in enumerate(cause_b):
-                if c:
-                    if c not in _CAUSE_CODE:
-                        raise RunDirectoryError(
-                            f"{path}:{i + 1}: $.infra_cause: {c.decode()!r} is not one of {', '.join(INFRA_CAUSES)}"
-                        )
-                    cause[i] = _CAUSE_CODE[c]
+        cause_arr = np.array(cause_b)
+        has_cause = cause_arr != b""
+        if has_cause.any():
+            for c in np.unique(cause_arr[has_cause]).tolist():
+                if c not in _CAUSE_CODE:
+                    i = int(np.flatnonzero(cause_arr == c)[0])
+                    raise RunDirectoryError(
+                        f"{path}:{i + 1}: $.infra_cause: {c.decode()!r} is not one of {', '.join(INFRA_CAUSES)}"
+                    )
+                cause[cause_arr == c] = _CAUSE_CODE[c]
+        started = _epoch(st_b)
+        finished = _epoch(fi_b)
+        n_fast = n_lines
     else:
         task_b, attempt_l, try_l, final_l, kind_l, cause_l, st_l, fi_l = [], [], [], [], [], [], [], []
         n_fast = 0
@@ -217,9 +254,15 @@ def read_trials(path: str | Path) -> TrialColumns:
         raise RunDirectoryError(
             f"{path}:{int(bad_cause[0]) + 1}: $.infra_cause: set on a trial whose outcome is not infra_error"
         )
-    tarr = np.array(task_b, dtype=object)
-    names, tidx = np.unique(tarr, return_inverse=True)
-    task_names = tuple(n.decode() for n in names)
+    index: dict[bytes, int] = {}
+    setdefault = index.setdefault
+    codes = np.fromiter((setdefault(t, len(index)) for t in task_b), dtype=np.int64, count=len(task_b))
+    first_seen = list(index)
+    order = sorted(range(len(first_seen)), key=first_seen.__getitem__)
+    rank = np.empty(len(first_seen), dtype=np.int64)
+    rank[np.asarray(order, dtype=np.int64)] = np.arange(len(first_seen))
+    tidx = rank[codes]
+    task_names = tuple(first_seen[i].decode() for i in order)
     n_retried = int((~final).sum())
     keep = final
     tidx, attempt, kind, cause = tidx[keep], attempt[keep], kind[keep], cause[keep]
@@ -238,7 +281,6 @@ def read_trials(path: str | Path) -> TrialColumns:
     if not present.all():
         missing = [t for t, p in zip(task_names, present) if not p]
         raise ReportError(f"{path}: task(s) with no final try: {', '.join(missing[:5])}")
-    del try_index
     return TrialColumns(
         task_names=task_names,
         task_index=tidx.astype(np.int64),
@@ -250,4 +292,6 @@ def read_trials(path: str | Path) -> TrialColumns:
         n_retried_tries=n_retried,
         n_lines=n_lines,
         n_fast=n_fast,
+        any_observed=any_observed,
+        unhonoured_lines=tuple(unhonoured),
     )

@@ -298,3 +298,49 @@ def test_deterministic_json(tmp_path, rng):
     two = render("compare", compare_runs(a, b), "json")
     assert one == two
     assert "NaN" not in one and "Infinity" not in one
+
+
+def test_parallel_preload_equals_sequential(tmp_path, rng, monkeypatch):
+    from evalmanifest.reports import inputs
+
+    p = rng.uniform(0.2, 0.8, 40)
+    a = write_run(tmp_path, "a", manifest(40), draw(rng, p, 3, infra=0.05))
+    b = write_run(tmp_path, "b", manifest(40), draw(rng, p, 3))
+    seq = compare_runs(a, b)
+    monkeypatch.setattr(inputs, "PARALLEL_MIN_BYTES", 0)
+    sa, sb = load_side(a, "a"), load_side(b, "b")
+    inputs.preload_trials(sa, sb)
+    assert sa._trials is not None and sb._trials is not None
+    par = compare_runs(a, b)
+    assert par == seq
+
+
+def test_epoch_matches_datetime(rng):
+    from datetime import datetime, timezone
+
+    from evalmanifest.reports.trials_table import _epoch
+
+    secs = rng.integers(0, 4_102_444_800, 500)  # 1970..2100
+    ts = [datetime.fromtimestamp(int(s), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S").encode() for s in secs]
+    got = _epoch(ts + [None, b""])
+    np.testing.assert_array_equal(got[:-2], secs.astype(float))
+    assert np.isnan(got[-2:]).all()
+
+
+def test_per_task_override_differences_are_classified(tmp_path):
+    ma = manifest(4)
+    mb = manifest(4)
+    ma["enforcement"]["method"] = mb["enforcement"]["method"] = "banded"
+    for m in (ma, mb):
+        m["resources"]["defaults"]["memory"] = {"floor": "2Gi", "ceiling": "4Gi"}
+        m["resources"]["defaults"]["cpu"] = {"floor": "1", "ceiling": "2"}
+    mb["tasks"][2]["resources"] = {"memory": {"floor": "2Gi", "ceiling": "8Gi"}}
+    fa, fb = tmp_path / "a.json", tmp_path / "b.json"
+    fa.write_text(json.dumps(ma))
+    fb.write_text(json.dumps(mb))
+    d = diff_sides(load_side(fa, "a"), load_side(fb, "b"))
+    paths = {x["path"]: x for x in d["differences"]}
+    assert "tasks.task-002.resources.memory.ceiling" in paths
+    assert paths["tasks.task-002.resources.memory.ceiling"]["class"] == "resources_extreme"  # 4x > 3x
+    assert d["resources"]["by_resource"]["memory"]["tasks"] == 1
+    assert d["infra_band"] == pytest.approx(0.06)
