@@ -323,25 +323,28 @@ class DockerRunner:
         prog = self._progress(total, len(w.completed()))
         try:
             with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="em-docker") as ex:
-                pending = set()
-                it = iter(jobs)
-                for job in it:
-                    pending.add(ex.submit(self._job, job, prog))
-                    if len(pending) >= self.concurrency:
-                        break
-                while pending:
-                    finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        fut.result()  # re-raise worker bugs
-                    if not self.stop.is_set():
-                        for job in it:
-                            pending.add(ex.submit(self._job, job, prog))
-                            if len(pending) >= self.concurrency:
-                                break
-        except BaseException:
-            self.stop.set()
-            self._kill_inflight()
-            raise
+                try:
+                    pending = set()
+                    it = iter(jobs)
+                    for job in it:
+                        pending.add(ex.submit(self._job, job, prog))
+                        if len(pending) >= self.concurrency:
+                            break
+                    while pending:
+                        finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                        for fut in finished:
+                            fut.result()  # re-raise worker bugs
+                        if not self.stop.is_set():
+                            for job in it:
+                                pending.add(ex.submit(self._job, job, prog))
+                                if len(pending) >= self.concurrency:
+                                    break
+                except BaseException:
+                    # KeyboardInterrupt (no handler installed) or a worker bug: stop before the executor
+                    # waits for its threads, or they would block until their containers finish
+                    self.stop.set()
+                    self._kill_inflight()
+                    raise
         finally:
             if prog is not None:
                 prog[0].stop()
@@ -472,6 +475,9 @@ class DockerRunner:
             if self.stop.is_set():
                 return None
             api.start(cid)
+            if self.stop.is_set():  # interrupted between create and start: _kill_inflight may have missed it
+                api.kill(cid)
+                return None
             t0 = time.monotonic()
             try:
                 res = api.wait(cid, timeout=timeout)

@@ -287,7 +287,8 @@ def test_kill_9_then_resume_runs_every_trial_exactly_once(make_manifest, tmp_pat
     check_run_directory(out, "docker")
 
 
-def test_sigterm_stops_cleanly_and_removes_containers(make_manifest, tmp_path, uid, docker_client):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_stops_cleanly_and_removes_containers(sig, make_manifest, tmp_path, uid, docker_client):
     mf = tmp_path / "m.yaml"
     make_manifest([{"id": f"s{i}-{uid}", "command": "sleep 30"} for i in range(3)],
                   memory={"floor": "16Mi", "ceiling": "32Mi"}, write_to=mf)
@@ -297,7 +298,7 @@ def test_sigterm_stops_cleanly_and_removes_containers(make_manifest, tmp_path, u
     ids = [f"s{i}-{uid}" for i in range(3)]
     assert _wait_for(lambda: sum(len(leftover_containers(docker_client, task_id=t)) for t in ids) == 2)
     time.sleep(0.5)
-    p.send_signal(signal.SIGTERM)
+    p.send_signal(sig)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 3, err
     assert "--resume" in err
