@@ -25,6 +25,12 @@ METHODS = ("pinned", "banded", "throttled", "soft", "uncapped", "provider_manage
 RESOURCES = ("cpu", "memory", "ephemeral_storage", "gpu", "pids")
 
 
+class UnknownTaskError(AdapterError):
+    """``--task`` names a task the manifest does not have (a usage error)."""
+
+    exit_code = 2
+
+
 class Support(str, Enum):
     """How far an adapter can honour a method, resource or feature."""
 
@@ -142,7 +148,8 @@ class Adapter(ABC):
                 task = manifest.task(task)
             except KeyError:
                 known = ", ".join(t.id for t in manifest.tasks[:10])
-                raise AdapterError(f"no task {task!r} in the manifest (tasks: {known})") from None
+                more = ", ..." if len(manifest.tasks) > 10 else ""
+                raise UnknownTaskError(f"no task {task!r} in the manifest (tasks: {known}{more})") from None
         return resolve_task(manifest, task)
 
     def render_all(self, manifest: EvalManifest, task_id: str | None = None, attempt: int = 0) -> list[Any]:
