@@ -344,3 +344,18 @@ def test_per_task_override_differences_are_classified(tmp_path):
     assert paths["tasks.task-002.resources.memory.ceiling"]["class"] == "resources_extreme"  # 4x > 3x
     assert d["resources"]["by_resource"]["memory"]["tasks"] == 1
     assert d["infra_band"] == pytest.approx(0.06)
+
+
+def test_markdown_stays_small_with_many_differences(tmp_path, rng):
+    from evalmanifest.reports.render import render
+
+    ma, mb = manifest(120), manifest(120)
+    for t in mb["tasks"]:
+        t["timeouts"] = {"agent_sec": 1200}
+    a = write_run(tmp_path, "a", ma, draw(rng, np.full(120, 0.5), 1))
+    b = write_run(tmp_path, "b", mb, draw(rng, np.full(120, 0.5), 1))
+    r = compare_runs(a, b)
+    assert len(r["differences"]) > 120
+    md = render("compare", r, "md")
+    assert "more (see `--format json`)" in md and len(md) < 65536  # fits a GitHub PR comment
+    assert all(d["class"] == "infrastructure_unmatched" for d in r["differences"] if d["path"].startswith("tasks."))
