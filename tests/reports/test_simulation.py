@@ -46,3 +46,12 @@ def test_nonzero_gap_coverage():
     coverage, exceeds, _ = _simulate(seed=7, gap=0.05)
     assert 0.935 <= coverage <= 0.965, coverage
     assert exceeds > 0.2  # a real 5 pp gap on 80x5 is often detected (power check, not a tautology)
+
+
+@pytest.mark.slow
+def test_null_gap_t_path_for_large_task_sets():
+    """n >= 100 tasks: the verdict uses the paired t-test, which is level alpha only asymptotically, so
+    the false exceeds_noise rate is allowed Monte Carlo error (2 SE of a binomial at 5 % over 1,000 runs)."""
+    coverage, exceeds, _ = _simulate(seed=20240611, gap=0.0, n=150, k=3)
+    assert 0.935 <= coverage <= 0.965, coverage
+    assert exceeds <= 0.05 + 2 * (0.05 * 0.95 / N_SIM) ** 0.5, exceeds
