@@ -124,7 +124,7 @@ def resource_assessment(a: Any, b: Any, shared: list[str]) -> dict[str, Any]:
     classes: set[str] = set()
     findings: list[dict[str, Any]] = []
     by_res: dict[str, dict[str, Any]] = {}
-    mem_pairs: set[tuple[float, float]] = set()
+    pairs: dict[str, set[tuple[float, float]]] = {"cpu": set(), "memory": set()}
     for side, m in (("a", a), ("b", b)):
         if m.enforcement.method is None:
             classes.add("enforcement_undocumented")
@@ -155,8 +155,8 @@ def resource_assessment(a: Any, b: Any, shared: list[str]) -> dict[str, Any]:
                 base = min(va.floor, vb.floor)
                 ma, mb = _multiplier(va.ceiling, base), _multiplier(vb.ceiling, base)
                 cls = "resources_moderate" if all(lo <= x <= hi for x in (ma, mb)) else "resources_extreme"
-                if res == "memory":
-                    mem_pairs.add((_multiplier(va.ceiling, va.floor), _multiplier(vb.ceiling, vb.floor)))
+                if res in pairs:
+                    pairs[res].add((_multiplier(va.ceiling, va.floor), _multiplier(vb.ceiling, vb.floor)))
             entry["classes"].add(cls)
             classes.add(cls)
             if len(entry["examples"]) < 3:
@@ -177,7 +177,7 @@ def resource_assessment(a: Any, b: Any, shared: list[str]) -> dict[str, Any]:
             k: {"tasks": v["tasks"], "classes": sorted(v["classes"]), "examples": v["examples"]}
             for k, v in sorted(by_res.items())
         },
-        "memory_multiplier_pairs": sorted(mem_pairs),
+        "multiplier_pairs": {k: sorted(v) for k, v in pairs.items()},
     }
 
 
@@ -254,8 +254,9 @@ def diff_sides(a: Side, b: Side, calibration: noise.Calibration | None = None) -
             )
     band_classes = {c for c in classes if c != "gate"}
     resources_only = band_classes <= {"resources_moderate", "resources_extreme", "cosmetic", "subject", "trial_design"}
-    pairs = res["memory_multiplier_pairs"]
     pair = None
+    # the calibrated resource's (A, B) ceiling multipliers; "all" calibrations vary every ceiling together
+    pairs = res["multiplier_pairs"]["cpu" if calibration is not None and calibration.resource == "cpu" else "memory"]
     if calibration is not None and pairs:
         pair = max(pairs, key=lambda p: abs(calibration.g(p[0])[0] - calibration.g(p[1])[0]))
     band = noise.choose_band(
