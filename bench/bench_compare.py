@@ -169,7 +169,7 @@ def run_ours(a: Path, b: Path) -> tuple[float, dict]:
            "print(f'OURS_SECONDS {time.perf_counter()-t:.3f}', file=sys.stderr)",
            str(a), str(b), str(a.parent / "ours.json")]
     t0 = time.perf_counter()
-    res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    subprocess.run(cmd, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t0
     return wall, json.loads((a.parent / "ours.json").read_text())
 

@@ -17,7 +17,6 @@ use (``evalmanifest validate``/``verify`` do).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -199,7 +198,7 @@ def read_trials(path: str | Path) -> TrialColumns:
         finished = _epoch(fi_b)
         n_fast = n_lines
     else:
-        task_b, attempt_l, try_l, final_l, kind_l, cause_l, st_l, fi_l = [], [], [], [], [], [], [], []
+        task_b, attempt_l, final_l, kind_l, cause_l, st_l, fi_l = [], [], [], [], [], [], []
         n_fast = 0
         lines = buf.split(b"\n")
         if lines and lines[-1] == b"":
@@ -211,7 +210,6 @@ def read_trials(path: str | Path) -> TrialColumns:
                 g = m.groups()
                 task_b.append(g[0])
                 attempt_l.append(int(g[1]))
-                try_l.append(int(g[2]) if g[2] else 0)
                 final_l.append(g[3] != b"false")
                 kind_l.append(OUTCOME_KIND[g[4]])
                 if g[5] is not None and g[5] not in _CAUSE_CODE:
@@ -232,7 +230,6 @@ def read_trials(path: str | Path) -> TrialColumns:
                 raise RunDirectoryError(f"{path}:{lineno}: invalid trial record: {detail}") from None
             task_b.append(rec.task_id.encode())
             attempt_l.append(rec.attempt)
-            try_l.append(rec.try_index)
             final_l.append(rec.final)
             kind_l.append(OUTCOME_KIND[rec.outcome.encode()])
             cause_l.append(INFRA_CAUSES.index(rec.infra_cause) if rec.infra_cause else -1)
@@ -240,7 +237,6 @@ def read_trials(path: str | Path) -> TrialColumns:
             fi_l.append(_parse_ts_slow(rec.finished_at))
         n_lines = len(lines)
         attempt = np.array(attempt_l, dtype=np.int64)
-        try_index = np.array(try_l, dtype=np.int64)
         final = np.array(final_l, dtype=bool)
         kind = np.array(kind_l, dtype=np.int8)
         cause = np.array(cause_l, dtype=np.int16)
