@@ -15,7 +15,7 @@ import numpy as np
 from evalmanifest.errors import ReportError
 from evalmanifest.reports import stats as st
 from evalmanifest.reports.diff import diff_sides
-from evalmanifest.reports.inputs import Side, load_side, preload_trials, run_window
+from evalmanifest.reports.inputs import Side, TrialPrefetch, load_side, preload_trials, run_window
 from evalmanifest.reports.noise import Calibration, load_calibration
 from evalmanifest.reports.trials_table import INFRA_CAUSES, KIND_NAMES, TrialColumns
 
@@ -117,10 +117,12 @@ def compare_runs(
     if not 0 < alpha < 1:
         raise ReportError(f"alpha must be in (0, 1), got {alpha}")
     cal = load_calibration(calibration) if isinstance(calibration, (str, Path)) else calibration
-    a, b = load_side(path_a, "a"), load_side(path_b, "b")
-    for s in (a, b):
-        if not s.is_run:
-            raise ReportError(f"{s.path}: compare needs run directories (manifest.yaml + trials.jsonl), not a manifest")
+    for p in (path_a, path_b):
+        if not Path(p).is_dir():
+            raise ReportError(f"{p}: compare needs run directories (manifest.yaml + trials.jsonl), not a manifest")
+    with TrialPrefetch([path_a, path_b]) as prefetch:  # large runs: parse trials while manifests load
+        a, b = load_side(path_a, "a"), load_side(path_b, "b")
+        prefetch.fill([a, b])
     preload_trials(a, b)
     diff = diff_sides(a, b, calibration=cal)
     ta_cols, tb_cols = a.trials(), b.trials()

@@ -53,22 +53,47 @@ def _read(path: str) -> Any:
     return read_trials(path)
 
 
+class TrialPrefetch:
+    """Start reading the trials of large runs in worker processes (fork, Linux) while the caller does
+    other work (loading manifests); :meth:`fill` hands the columns to the sides. Results are identical
+    to reading sequentially; worker errors are re-raised unchanged."""
+
+    def __init__(self, paths: list[str | Path]) -> None:
+        import multiprocessing as mp
+        import os
+
+        self.files = [Path(p) / "trials.jsonl" for p in paths]
+        self.pool: Any = None
+        self.async_result: Any = None
+        big = all(f.is_file() and f.stat().st_size >= PARALLEL_MIN_BYTES for f in self.files)
+        if len(self.files) >= 2 and big and (os.cpu_count() or 1) >= 2 and "fork" in mp.get_all_start_methods():
+            self.pool = mp.get_context("fork").Pool(processes=min(len(self.files), os.cpu_count() or 1))
+            self.async_result = self.pool.map_async(_read, [str(f) for f in self.files])
+
+    def fill(self, sides: list[Side]) -> None:
+        if self.async_result is not None:
+            for side, cols in zip(sides, self.async_result.get()):
+                side._trials = cols
+        self.close()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
+
+    def __enter__(self) -> TrialPrefetch:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
 def preload_trials(*sides: Side) -> None:
-    """Read the trials of several runs, in parallel processes when the files are large (fork, Linux).
-
-    The result is identical to reading them one by one; errors surface the same way.
-    """
-    import multiprocessing as mp
-    import os
-
+    """Read the trials of several runs (in parallel processes when the files are large)."""
     todo = [s for s in sides if s.is_run and s._trials is None and (s.path / "trials.jsonl").is_file()]
-    big = [s for s in todo if (s.path / "trials.jsonl").stat().st_size >= PARALLEL_MIN_BYTES]
-    if len(big) >= 2 and (os.cpu_count() or 1) >= 2 and "fork" in mp.get_all_start_methods():
-        ctx = mp.get_context("fork")
-        with ctx.Pool(processes=min(len(big), os.cpu_count() or 1)) as pool:
-            results = pool.map(_read, [str(s.path / "trials.jsonl") for s in big])
-        for s, r in zip(big, results):
-            s._trials = r
+    with TrialPrefetch([s.path for s in todo]) as pf:
+        pf.fill(todo)
     for s in todo:
         s.trials()
 
