@@ -21,13 +21,7 @@ def diff(a: str, b: str, fmt: str, calibration: str | None) -> None:
     mismatch class allows and the resulting band δ. For run directories also declared vs
     observed limits and the run windows.
     """
-    from evalmanifest.reports.diff import diff_sides
-    from evalmanifest.reports.inputs import load_side
-    from evalmanifest.reports.noise import load_calibration
+    from evalmanifest.reports import diff_paths
     from evalmanifest.reports.render import render
 
-    cal = load_calibration(calibration) if calibration else None
-    report = diff_sides(load_side(a, "a"), load_side(b, "b"), calibration=cal)
-    from evalmanifest.reports.compare import clean
-
-    click.echo(render("diff", clean(report), fmt), nl=False)
+    click.echo(render("diff", diff_paths(a, b, calibration=calibration), fmt), nl=False)

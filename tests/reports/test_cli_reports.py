@@ -57,3 +57,14 @@ def test_demo_writes_html_beside(tmp_path):
     assert res.exit_code == 0, res.output
     assert "### evalmanifest compare" in res.output
     assert (tmp_path / "evalmanifest-demo.html").read_text().count("<svg") >= 4
+
+
+def test_public_api(runs):
+    import evalmanifest.reports as rp
+
+    d = rp.diff_paths(*runs)
+    r = rp.compare_runs(*runs)
+    assert d["differences"] == r["differences"]
+    assert rp.render_report("diff", d, "json").startswith("{")
+    with pytest.raises(AttributeError):
+        rp.nope  # noqa: B018
