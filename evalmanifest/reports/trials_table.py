@@ -116,8 +116,12 @@ def _epoch(ts: list[bytes | None] | tuple[bytes, ...]) -> np.ndarray:
     n = len(ts)
     if n == 0:
         return np.zeros(0)
-    arr = np.array([t or b"" for t in ts], dtype="S19")
-    v = arr.view(np.uint8).reshape(n, 19).astype(np.int64) - 48
+    joined = b"".join(t or b"" for t in ts)
+    if len(joined) == 19 * n:  # every timestamp present (the usual case): no per-item conversion
+        raw = np.frombuffer(joined, dtype=np.uint8).reshape(n, 19)
+    else:
+        raw = np.array([t or b"" for t in ts], dtype="S19").view(np.uint8).reshape(n, 19)
+    v = raw.astype(np.int32) - 48
     present = v[:, 0] >= 0
     y = v[:, 0] * 1000 + v[:, 1] * 100 + v[:, 2] * 10 + v[:, 3]
     mo = v[:, 5] * 10 + v[:, 6]
@@ -131,7 +135,7 @@ def _epoch(ts: list[bytes | None] | tuple[bytes, ...]) -> np.ndarray:
     yoe = y2 - era * 400
     doy = (153 * (mo + np.where(mo > 2, -3, 9)) + 2) // 5 + d - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    days = era * 146097 + doe - 719468
+    days = (era * 146097 + doe - 719468).astype(np.int64)
     out = (days * 86400 + hh * 3600 + mi * 60 + ss).astype(float)
     out[~present] = np.nan
     return out
