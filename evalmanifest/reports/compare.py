@@ -102,6 +102,7 @@ def _run_block(side: Side, tc: TrialColumns, summ: st.ScoreSummary, alpha: float
         "infra_causes": {c: int(n) for c, n in zip(INFRA_CAUSES, causes) if n},
         "window": run_window(side).get("observed"),
         "drift": _drift(tc, alpha),
+        "attempt_effect": st.attempt_effect(tc.task_index, tc.attempt, tc.kind == 0, summ.se).model_dump(),
     }
 
 

@@ -806,3 +806,69 @@ def compare_tables(
         paired=paired, test=test, p_value=p, sign_flip=sf, mcnemar=mc, infra=infra, delta=delta,
         verdict=verdict, gate_failures=tuple(gates),
     )
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Attempt-index (batch / repeated-run) effect within one run
+# ----------------------------------------------------------------------------------------------------------
+
+
+class AttemptEffect(_Result):
+    """Do the attempt indices behave like exchangeable resamples, or like separate runs with their own
+    shock (statistics.md 2(d), run-to-run variance)? Uses tasks that have every attempt 0..k-1."""
+
+    testable: bool
+    k: int
+    n_tasks: int
+    attempt_scores: tuple[float, ...]
+    """Mean success over the tasks at each attempt index."""
+    tau: float | None
+    """sqrt(max(0, Var_j(score_j) − mean_i(σ̂_i²)/n)): run-level SD beyond task-level sampling noise."""
+    chi2: float | None
+    """(k−1)·Var_j(score_j) / (mean σ̂²/n), approx. χ²_{k−1} without an attempt effect."""
+    p_value: float | None
+    se_with_effect: float | None
+    """sqrt(SE² + τ²/k): the score's SE if the attempt indices are separate runs with a common shock."""
+
+
+def attempt_effect(task_index: np.ndarray, attempt: np.ndarray, success: np.ndarray, se: float) -> AttemptEffect:
+    task_index = np.asarray(task_index, dtype=np.int64)
+    attempt = np.asarray(attempt, dtype=np.int64)
+    y = np.asarray(success, dtype=float)
+    n_all = int(task_index.max()) + 1 if task_index.size else 0
+    k_i = np.bincount(task_index, minlength=n_all)
+    k = int(np.bincount(k_i).argmax()) if n_all else 0
+    # tasks whose attempts are exactly 0..k-1
+    in_range = attempt < k
+    cnt = np.bincount(task_index[in_range], minlength=n_all)
+    complete = (cnt == k) & (k_i == k)
+    n = int(complete.sum())
+    empty = AttemptEffect(
+        testable=False, k=k, n_tasks=n, attempt_scores=(), tau=None, chi2=None, p_value=None, se_with_effect=None
+    )
+    if k < 2 or n < 2:
+        return empty
+    rows = complete[task_index] & in_range
+    Y = np.zeros((n_all, k))
+    Y[task_index[rows], attempt[rows]] = y[rows]
+    Y = Y[complete]
+    s = Y.mean(axis=0)
+    sig2 = float(Y.var(axis=1, ddof=1).mean())
+    var_s = float(s.var(ddof=1))
+    expected = sig2 / n
+    tau2 = max(0.0, var_s - expected)
+    if expected > 0:
+        chi2 = (k - 1) * var_s / expected
+        p = float(sps.chi2.sf(chi2, k - 1))
+    else:
+        chi2, p = (None, None) if var_s == 0 else (math.inf, 0.0)
+    return AttemptEffect(
+        testable=expected > 0,
+        k=k,
+        n_tasks=n,
+        attempt_scores=tuple(float(v) for v in s),
+        tau=math.sqrt(tau2),
+        chi2=chi2,
+        p_value=p,
+        se_with_effect=math.sqrt(se * se + tau2 / k) if math.isfinite(se) else None,
+    )

@@ -371,3 +371,29 @@ def test_infra_clustering_warning_when_errors_pile_on_tasks():
     assert c.clustering_warning and c.design_effect_a > 1.5
     assert c.fisher_p < 1e-10  # 40/800 vs 0/800 looks overwhelming to an iid test...
     assert c.p_value == pytest.approx(2 / 16)  # ...but it is 4 tasks: exact sign-flip p = 2/2^4
+
+
+def test_attempt_effect_formula_and_detection():
+    rng = np.random.default_rng(8)
+    n, k = 200, 6
+    p = rng.uniform(0.2, 0.8, n)
+    task = np.repeat(np.arange(n), k)
+    att = np.tile(np.arange(k), n)
+    shock = np.array([0.0, 0.15, -0.15, 0.1, -0.1, 0.0])  # each attempt index is a separate run
+    y = rng.random(n * k) < np.clip(p[task] + shock[att], 0, 1)
+    r = st.attempt_effect(task, att, y, se=0.02)
+    Y = y.reshape(n, k).astype(float)
+    s = Y.mean(0)
+    expected = Y.var(1, ddof=1).mean() / n
+    assert r.attempt_scores == pytest.approx(tuple(s))
+    assert r.chi2 == pytest.approx((k - 1) * s.var(ddof=1) / expected)
+    assert r.tau == pytest.approx(math.sqrt(max(0.0, s.var(ddof=1) - expected)))
+    assert r.p_value < 1e-6 and r.se_with_effect > 0.02
+    # no shock: roughly calibrated (rejections at 5 % in about 5 % of repetitions)
+    rejections = 0
+    for _ in range(200):
+        y0 = rng.random(n * k) < p[task]
+        rejections += st.attempt_effect(task, att, y0, se=0.02).p_value < 0.05
+    assert rejections / 200 < 0.12
+    # one attempt per task: not testable
+    assert not st.attempt_effect(np.arange(10), np.zeros(10, int), np.ones(10), se=0.1).testable
