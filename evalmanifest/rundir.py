@@ -205,6 +205,27 @@ class RunWriter:
             self._fh.close()
 
 
+def verify_files(run_dir: str | os.PathLike[str], info: RunInfo) -> None:
+    """Check every file digest ``run.json`` lists (tampering or truncation after the run finished).
+    Files are hashed in parallel threads (hashlib releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    p = Path(run_dir)
+    if not info.files:
+        return
+    for name in info.files:
+        if "/" in name or "\\" in name or name.startswith("."):
+            raise RunDirectoryError(f"{p / RUN}: file entry {name!r} escapes the run directory")
+        if not (p / name).is_file():
+            raise RunDirectoryError(f"{p / name}: listed in run.json but missing")
+    with ThreadPoolExecutor(max_workers=min(4, len(info.files))) as pool:
+        got = dict(zip(info.files, pool.map(lambda n: file_digest(str(p / n)), info.files)))
+    for name, want in sorted(info.files.items()):
+        if got[name] != want:
+            raise RunDirectoryError(f"{p / name}: content changed since the run finished (digest {got[name]}, "
+                                    f"run.json says {want}); the run cannot be trusted")
+
+
 @dataclass
 class Run:
     """A loaded run directory."""
@@ -240,15 +261,8 @@ def load_run(path: str | os.PathLike[str], *, verify: bool = True) -> Run:
     except ValidationError as exc:
         e = exc.errors()[0]
         raise RunDirectoryError(f"{p / RUN}: invalid run.json: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
-    if verify and info.files:
-        for name, want in info.files.items():
-            f = p / name
-            if not f.exists():
-                raise RunDirectoryError(f"{f}: listed in run.json but missing")
-            got = file_digest(str(f))
-            if got != want:
-                raise RunDirectoryError(f"{f}: content changed since the run finished (digest {got}, "
-                                        f"run.json says {want})")
+    if verify:
+        verify_files(p, info)
     trials, issues = _read_trials(p / TRIALS, repair=False)
     errors = [i for i in issues if i.severity == "error"]
     if errors:

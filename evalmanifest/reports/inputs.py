@@ -122,9 +122,13 @@ def load_side(path: str | Path, label: str) -> Side:
         mp = next((p / n for n in MANIFEST_NAMES if (p / n).is_file()), None)
         if mp is None:
             raise RunDirectoryError(f"{p}: not a run directory (no manifest.yaml)")
-        manifest = load_manifest(mp)
+        manifest = load_manifest(mp, lint=False)
         env = _validate_json_file(p / "environment.json", Environment) if (p / "environment.json").is_file() else None
         info = _validate_json_file(p / "run.json", RunInfo) if (p / "run.json").is_file() else None
+        if info is not None:
+            from evalmanifest.rundir import verify_files
+
+            verify_files(p, info)
         return Side(label=label, path=p, manifest=manifest, is_run=True, environment=env, info=info)
     if p.is_file():
         return Side(label=label, path=p, manifest=load_manifest(p), is_run=False)
