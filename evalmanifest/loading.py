@@ -325,9 +325,13 @@ def _dup_location(text: str, key: str) -> tuple[int, int]:
 def _load_yaml(text: str, file: str, source: SourceMap) -> Any:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+    from evalmanifest._yamlfast import YamlBuildError, build
+
     y = _yaml("safe")
     try:
-        docs = list(y.load_all(text))
+        docs = build(y.parse(text))
+    except YamlBuildError as exc:
+        raise _syntax(file, exc.message, exc.line, exc.col, hint=exc.hint, code=exc.code) from None
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)

@@ -175,8 +175,7 @@ def _timeouts(m: EvalManifest, task: Task) -> ResolvedTimeouts:
     return ResolvedTimeouts(f(ts.agent_sec), f(ts.verifier_sec), f(ts.build_sec), f(total))
 
 
-def resolve_task(m: EvalManifest, task: Task) -> ResolvedTask:
-    method = m.enforcement.method.value if m.enforcement.method is not None else None
+def _resources(m: EvalManifest, task: Task, method: str | None) -> dict[str, ResolvedResource]:
     rs = m.resources.defaults
     rs = _merge_set(rs, task.resources)
     rs = _merge_set(rs, m.resources.overrides.get(task.id))
@@ -190,6 +189,26 @@ def resolve_task(m: EvalManifest, task: Task) -> ResolvedTask:
     }
     if method == "uncapped":
         resources = {k: ResolvedResource(v.floor, None) if k != "gpu" else v for k, v in resources.items()}
+    return resources
+
+
+def resolve_task(m: EvalManifest, task: Task, _cache: dict[str, Any] | None = None) -> ResolvedTask:
+    method = m.enforcement.method.value if m.enforcement.method is not None else None
+    # tasks without overrides of their own share the defaults' resolution (the common case)
+    plain_res = task.resources is None and task.id not in m.resources.overrides
+    plain_to = task.timeouts is None and task.id not in m.timeouts.overrides
+    if _cache is not None and plain_res:
+        if "resources" not in _cache:
+            _cache["resources"] = _resources(m, task, method)
+        resources = dict(_cache["resources"])
+    else:
+        resources = _resources(m, task, method)
+    if _cache is not None and plain_to:
+        if "timeouts" not in _cache:
+            _cache["timeouts"] = _timeouts(m, task)
+        timeouts = _cache["timeouts"]
+    else:
+        timeouts = _timeouts(m, task)
     return ResolvedTask(
         task_id=task.id,
         image=task.image,
@@ -198,7 +217,7 @@ def resolve_task(m: EvalManifest, task: Task) -> ResolvedTask:
         env=dict(task.env),
         success=task.success,
         resources=resources,
-        timeouts=_timeouts(m, task),
+        timeouts=timeouts,
         method=method,
         mechanism=m.enforcement.mechanism,
         swap=m.enforcement.swap,
@@ -208,4 +227,5 @@ def resolve_task(m: EvalManifest, task: Task) -> ResolvedTask:
 
 
 def resolve(m: EvalManifest) -> ResolvedManifest:
-    return ResolvedManifest(manifest=m, tasks=[resolve_task(m, t) for t in m.tasks])
+    cache: dict[str, Any] = {}
+    return ResolvedManifest(manifest=m, tasks=[resolve_task(m, t, cache) for t in m.tasks])

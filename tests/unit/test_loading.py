@@ -110,3 +110,30 @@ def test_hostile_inputs_give_located_errors_via_cli(tmp_path, payload):
     assert r.returncode == 1, r.stderr
     assert "Traceback" not in r.stderr
     assert f"{p}:" in r.stderr
+
+
+def test_fast_builder_matches_ruamel_safe_loader():
+    """The event-driven builder gives exactly what YAML(typ="safe") gives (timestamps aside)."""
+    from ruamel.yaml import YAML
+
+    text = (
+        "a: 1_000\nb: 0x1F\nc: 0o17\nd: 017\ne: 1.5e3\nf: .inf\nh: 1e3\ni: +12\nj: '12'\nk: !!str 12\n"
+        "l: !!int '7'\nm: ~\nn: yes\np: 1:30\nq: 0b101\nr: .5\ns: |\n  block\nt: >-\n  folded\n"
+        "u: [1, 'x', {v: null}]\nw: &anchor {x: 1}\ny: *anchor\nz: {<<: *anchor, q: 2}\nempty:\n"
+    )
+    assert loads(text.encode()).data == YAML(typ="safe").load(text)
+
+
+def test_merge_key_and_override():
+    d = loads(b"base: &b {cpu: 1, memory: 2Gi}\ntask: {<<: *b, memory: 4Gi}\n").data
+    assert d["task"] == {"cpu": 1, "memory": "4Gi"}
+
+
+def test_complex_keys_and_undefined_alias_rejected():
+    assert _err(b"? [a, b]\n: 1\n").code == "syntax"
+    assert _err(b"a: *nope\n").line == 1
+
+
+def test_deep_nesting_bounded():
+    issue = _err(("a: " + "[" * 2000 + "]" * 2000 + "\n").encode())
+    assert issue.code == "too_deep"
