@@ -44,14 +44,20 @@ class Model(BaseModel):
     @classmethod
     def _reject_unknown(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            known = set()
-            for name, f in cls.model_fields.items():
-                known.add(name)
-                if f.alias:
-                    known.add(f.alias)
-            unknown = [k for k in data if k not in known and not (isinstance(k, str) and k.startswith("x-"))]
-            if unknown:
-                raise ValueError(f"unknown field(s): {', '.join(map(str, unknown))}")
+            known = cls.__dict__.get("_em_known_fields")
+            if known is None:
+                names = set()
+                for name, f in cls.__pydantic_fields__.items():
+                    names.add(name)
+                    if f.alias:
+                        names.add(f.alias)
+                known = frozenset(names)
+                type.__setattr__(cls, "_em_known_fields", known)
+            extra = data.keys() - known
+            if extra:
+                unknown = [k for k in extra if not (isinstance(k, str) and k.startswith("x-"))]
+                if unknown:
+                    raise ValueError(f"unknown field(s): {', '.join(map(str, sorted(map(str, unknown))))}")
         return data
 
     def extensions(self) -> dict[str, Any]:
