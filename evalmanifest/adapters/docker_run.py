@@ -15,7 +15,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import sys
 import tarfile
 import threading
@@ -26,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from evalmanifest.adapters import _identity
 from evalmanifest.adapters.base import RunResult
 from evalmanifest.adapters.docker import (
     HOSTCONFIG_FIELDS,
@@ -60,42 +60,13 @@ def utcnow() -> str:
 
 
 # --- runner identity (for orphan detection) -----------------------------------------------------------
-def _proc_start(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
-    except OSError:
-        return "noboot"
-
-
 def runner_identity() -> dict[str, str]:
-    pid = os.getpid()
-    return {
-        L_RUNNER_HOST: socket.gethostname(),
-        L_RUNNER_PID: str(pid),
-        L_RUNNER_START: f"{_boot_id()}:{_proc_start(pid) or '0'}",
-    }
+    return {L_RUNNER_HOST: _identity.hostname(), L_RUNNER_PID: str(os.getpid()), L_RUNNER_START: _identity.start_token()}
 
 
 def runner_alive(labels: dict[str, str]) -> bool | None:
     """True/False for a runner on this host; None when it ran elsewhere (cannot tell)."""
-    if labels.get(L_RUNNER_HOST) != socket.gethostname():
-        return None
-    try:
-        pid = int(labels.get(L_RUNNER_PID, ""))
-    except ValueError:
-        return False
-    boot, _, start = labels.get(L_RUNNER_START, ":").partition(":")
-    if boot != _boot_id():
-        return False
-    return _proc_start(pid) == start
+    return _identity.process_alive(labels.get(L_RUNNER_HOST), labels.get(L_RUNNER_PID), labels.get(L_RUNNER_START))
 
 
 def gc_orphans(client, all_hosts: bool = False, run_id: str | None = None) -> list[str]:

@@ -96,3 +96,20 @@ def test_compare_refuses_tampered_run(tmp_path):
         fh.write(b'{"task_id":"a","attempt":1,"outcome":"success"}\n')
     r = CliRunner().invoke(cli, ["compare", str(a), str(b)])
     assert r.exit_code != 0 and "content changed" in r.output
+
+
+def test_runner_identity_liveness():
+    import os
+    import subprocess
+    import sys
+
+    from evalmanifest.adapters import _identity
+
+    host, token = _identity.hostname(), _identity.start_token()
+    assert _identity.process_alive(host, os.getpid(), token) is True
+    assert _identity.process_alive("elsewhere.example", os.getpid(), token) is None
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    t = _identity.start_token(p.pid)
+    p.wait()
+    assert _identity.process_alive(host, p.pid, t) is False  # exited (a reused pid has another start)
+    assert _identity.process_alive(host, "not-a-pid", token) is False

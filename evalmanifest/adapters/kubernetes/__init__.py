@@ -18,7 +18,6 @@ from evalmanifest.adapters.kubernetes.render import (
     render_objects,
 )
 from evalmanifest.adapters.kubernetes.validate import DEFAULT_K8S_VERSION, validate_objects
-from evalmanifest.errors import AdapterError
 from evalmanifest.models.manifest import EvalManifest, Task
 from evalmanifest.resolve import ResolvedTask
 

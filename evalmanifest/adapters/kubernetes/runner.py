@@ -24,7 +24,6 @@ import json
 import os
 import re
 import secrets
-import socket
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -32,6 +31,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from evalmanifest.adapters import _identity
 from evalmanifest.adapters.base import RunResult
 from evalmanifest.adapters.kubernetes.classify import apply_oom_policy, classify_pod
 from evalmanifest.adapters.kubernetes.readback import observe
@@ -125,45 +125,18 @@ def lease_name(run_id: str) -> str:
     return dns_name("em-run", run_id)
 
 
-def _proc_start(pid: int) -> str | None:
-    """The process start time in clock ticks since boot (field 22 of /proc/PID/stat); None if gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
-    except OSError:
-        return "noboot"
-
-
 def runner_annotation() -> str:
     """Who runs: host, pid and the process start (so a reused pid is not mistaken for the runner)."""
-    pid = os.getpid()
-    return f"{socket.gethostname()}/{pid}/{_boot_id()}:{_proc_start(pid) or '0'}"
+    return f"{_identity.hostname()}/{os.getpid()}/{_identity.start_token()}"
 
 
 def runner_process_alive(annotation: str | None) -> bool | None:
     """True/False when the runner ran on this host (its pid can be checked); None when it ran elsewhere."""
-
     if not annotation:
         return None
     host, _, rest = annotation.partition("/")
-    if host != socket.gethostname():
-        return None
-    pid_s, _, start = rest.partition("/")
-    boot, _, pstart = start.partition(":")
-    try:
-        pid = int(pid_s)
-    except ValueError:
-        return False
-    if boot != _boot_id():
-        return False
-    return _proc_start(pid) == pstart
+    pid_s, _, token = rest.partition("/")
+    return _identity.process_alive(host, pid_s, token)
 
 
 def node_facts(node: dict[str, Any]) -> dict[str, Any]:
