@@ -91,3 +91,18 @@ def test_validate_trials_jsonl(tmp_path):
     assert r.exit_code == 1 and f"{p}:2:1: $.outcome" in r.output
     p.write_text('{"task_id":"a","attempt":0,"outcome":"success"}\n')
     assert run("validate", str(p)).exit_code == 0
+
+
+def test_every_registered_command_exists():
+    from evalmanifest.cli import COMMANDS
+
+    for name in COMMANDS:
+        r = run(name, "--help")
+        assert r.exit_code == 0, (name, r.output)
+
+
+def test_adapters_list():
+    r = run("adapters", "list", "--format", "json")
+    data = json.loads(r.output)
+    assert {"docker", "kubernetes"} <= set(data)
+    assert data["docker"]["capabilities"]["methods"]["throttled"]["support"] == "unsupported"
