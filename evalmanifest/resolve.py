@@ -3,7 +3,7 @@ multipliers. Adapters and the reporter consume this, never the raw manifest sect
 
 from __future__ import annotations
 
-import math
+from decimal import ROUND_FLOOR, Decimal
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,7 +141,9 @@ def _bound(b: CpuBound | ByteBound | None, global_mult: float | None, method: st
         return ResolvedResource(floor, b.ceiling, "explicit" if b.ceiling is not None else "none")
     mult = b.ceiling_multiplier if b.ceiling_multiplier is not None else global_mult
     if mult is not None and floor is not None and method not in ("uncapped", "soft"):
-        return ResolvedResource(floor, int(math.floor(floor * mult)), "multiplier")
+        # exact: 100 × 1.15 is 115, not the binary float 114.999… rounded down to 114
+        ceiling = int((Decimal(floor) * Decimal(repr(float(mult)))).to_integral_value(rounding=ROUND_FLOOR))
+        return ResolvedResource(floor, ceiling, "multiplier")
     if method == "pinned" and floor is not None:
         # pinned: the ceiling is the floor by definition
         return ResolvedResource(floor, floor, "pinned")

@@ -45,11 +45,19 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> None:
     p = Path(path)
     tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
     mode = "wb" if isinstance(data, bytes) else "w"
-    with open(tmp, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, p)
+    try:
+        with open(tmp, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        # a full disk or an interrupt must not leave the temporary file behind
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     try:
         dfd = os.open(p.parent, os.O_RDONLY)
         try:

@@ -7,6 +7,7 @@ path and, where we can guess, a hint. All issues are collected, then raised once
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -21,7 +22,16 @@ from evalmanifest.quantities import QUANTITY_PATTERN, quantity_hint
 ZERO_HEADROOM_INFRA_RATE = 0.058
 UNDOCUMENTED_BAND_PP = 3
 RECOMMENDED_ATTEMPTS = 5
-_SECRETISH = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "PRIVATE_KEY", "CREDENTIAL", "AUTH")
+#: A secret-looking name holds TOKEN, SECRET, PASSWORD, PASSWD, API_KEY, PRIVATE_KEY, CREDENTIAL or AUTH as a whole ``_``-separated word (``GITHUB_TOKEN``,
+#: ``OPENAI_API_KEY``, ``DB_PASSWORDS``), so ``MAX_TOKENS`` or ``GIT_AUTHOR_NAME`` are not flagged.
+_SECRET_RE = re.compile(
+    r"(?:^|_)(?:TOKEN|SECRETS?|PASSWORDS?|PASSWD|API_?KEYS?|PRIVATE_KEYS?|CREDENTIALS?|AUTH)(?:_|$)"
+)
+
+
+def looks_secret(name: str) -> bool:
+    """Whether an environment-variable name looks like it holds a secret."""
+    return bool(_SECRET_RE.search(name.upper().replace("-", "_")))
 
 
 @dataclass
@@ -177,7 +187,7 @@ def lint_manifest(doc: Document, m: Any) -> list[Issue]:
 
     for i, t in enumerate(m.tasks):
         for k in t.env:
-            if any(s in k.upper() for s in _SECRETISH):
+            if looks_secret(k):
                 add(["tasks", i, "env", k], f"environment variable `{k}` looks like a secret", key=True,
                     code="secret", hint="manifests are published: inject secrets in the harness, not here")
 
@@ -252,12 +262,15 @@ def lint_manifest(doc: Document, m: Any) -> list[Issue]:
         if rt.timeouts.agent_sec is None and rt.timeouts.total_sec is None:
             no_timeouts.append(i)
     if method == "uncapped":
-        d = m.resources.defaults
-        for name in ("cpu", "memory", "ephemeral_storage"):
-            b = getattr(d, name)
-            if b is not None and b.ceiling is not None:
-                add(["resources", "defaults", name, "ceiling"], f"`uncapped` ignores the {name} ceiling",
-                    severity="warning", code="uncapped_ceiling", hint="remove it or declare `banded`/`soft`")
+        sets: list[tuple[list[Any], Any]] = [(["resources", "defaults"], m.resources.defaults)]
+        sets += [(["tasks", i, "resources"], t.resources) for i, t in enumerate(m.tasks) if t.resources is not None]
+        sets += [(["resources", "overrides", tid], ov) for tid, ov in m.resources.overrides.items()]
+        for base, rs in sets:
+            for name in ("cpu", "memory", "ephemeral_storage"):
+                b = getattr(rs, name)
+                if b is not None and b.ceiling is not None:
+                    add(base + [name, "ceiling"], f"`uncapped` ignores the {name} ceiling",
+                        severity="warning", code="uncapped_ceiling", hint="remove it or declare `banded`/`soft`")
     if no_timeouts:
         n = len(no_timeouts)
         p = ["timeouts"] if n == len(m.tasks) else ["tasks", no_timeouts[0]]

@@ -71,5 +71,10 @@ def init(path: str | None, force: bool) -> None:
         sys.exit(1)
     from evalmanifest.rundir import atomic_write
 
-    atomic_write(p, text)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(p, text)
+    except OSError as exc:
+        click.echo(f"{p}: cannot write: {exc.strerror or exc}", err=True)
+        sys.exit(1)
     click.echo(f"wrote {p}")

@@ -7,7 +7,6 @@ import json
 import click
 
 from evalmanifest.cli import handle_errors
-from evalmanifest.errors import ManifestError
 
 
 @click.command("resolve")
@@ -27,7 +26,12 @@ def resolve_cmd(manifest: str, task_id: str | None, fmt: str) -> None:
     if task_id is not None:
         tasks = [t for t in tasks if t.task_id == task_id]
         if not tasks:
-            raise ManifestError(f"{manifest}: no task `{task_id}` in the manifest")
+            import difflib
+
+            close = difflib.get_close_matches(task_id, [t.task_id for t in r.tasks], n=1, cutoff=0.6)
+            hint = f" (did you mean `{close[0]}`?)" if close else ""
+            # a bad option value is a usage error (exit 2), like `run --task`
+            raise click.BadParameter(f"no task `{task_id}` in {manifest}{hint}", param_hint="'--task'")
     data = {"manifest": manifest, "tasks": [t.to_dict() for t in tasks]}
     if fmt == "json":
         click.echo(json.dumps(data, indent=2, sort_keys=True))
@@ -60,5 +64,8 @@ def resolve_cmd(manifest: str, task_id: str | None, fmt: str) -> None:
             click.echo(f"  {name:<18} floor={fmt_res(name, res.floor):<8} ceiling={fmt_res(name, res.ceiling):<8}"
                        f" [{res.ceiling_source}]{extra}")
         to = t.timeouts
-        click.echo(f"  timeouts           agent={to.agent_sec} verifier={to.verifier_sec} build={to.build_sec}"
-                   f" total={to.total_sec}")
+        def sec(v: float | None) -> str:
+            return "none" if v is None else f"{v:g}s"
+
+        click.echo(f"  timeouts           agent={sec(to.agent_sec)} verifier={sec(to.verifier_sec)}"
+                   f" build={sec(to.build_sec)} total={sec(to.total_sec)}")

@@ -38,6 +38,8 @@ class Model(BaseModel):
         json_schema_extra=_x_prefixed,
         use_attribute_docstrings=True,
         validate_default=False,
+        # YAML's `.inf`/`.nan` are not numbers any field can mean (and would crash the resolved view)
+        allow_inf_nan=False,
     )
 
     @model_validator(mode="before")

@@ -81,7 +81,7 @@ def test_resolve_formats():
     r = run("resolve", str(tb), "--task", "fails")
     assert "memory" in r.output and "192Mi" in r.output
     r = run("resolve", str(tb), "--task", "nope")
-    assert r.exit_code == 1 and "no task" in r.output
+    assert r.exit_code == 2 and "no task" in r.output  # a bad option value is a usage error
 
 
 def test_validate_trials_jsonl(tmp_path):
