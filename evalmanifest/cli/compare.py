@@ -7,6 +7,20 @@ import click
 from evalmanifest.cli import handle_errors
 
 
+def write_out(out: str, text: str) -> None:
+    """Write a report atomically, creating missing parent folders; OS failures are clean errors."""
+    from pathlib import Path
+
+    from evalmanifest.errors import ReportError
+    from evalmanifest.rundir import atomic_write
+
+    try:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(out, text)
+    except OSError as exc:
+        raise ReportError(f"{out}: cannot write the report: {exc.strerror or exc}") from None
+
+
 @click.command()
 @click.argument("run_a", type=click.Path(exists=True, file_okay=False))
 @click.argument("run_b", type=click.Path(exists=True, file_okay=False))
@@ -34,9 +48,7 @@ def compare(run_a: str, run_b: str, fmt: str, out: str | None, calibration: str 
                           seed=stats.DEFAULT_SEED if seed is None else seed)
     text = render("compare", report, fmt)
     if out:
-        from evalmanifest.rundir import atomic_write
-
-        atomic_write(out, text)
+        write_out(out, text)
         click.echo(f"{report['verdict']}: wrote {out}", err=True)
     else:
         click.echo(text, nl=False)

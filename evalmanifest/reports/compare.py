@@ -15,7 +15,14 @@ import numpy as np
 from evalmanifest.errors import ReportError
 from evalmanifest.reports import stats as st
 from evalmanifest.reports.diff import diff_sides
-from evalmanifest.reports.inputs import Side, TrialPrefetch, load_side, preload_trials, run_window
+from evalmanifest.reports.inputs import (
+    Side,
+    TrialPrefetch,
+    check_run_consistency,
+    load_side,
+    preload_trials,
+    run_window,
+)
 from evalmanifest.reports.noise import Calibration, load_calibration
 from evalmanifest.reports.trials_table import INFRA_CAUSES, KIND_NAMES, TrialColumns
 
@@ -125,6 +132,8 @@ def compare_runs(
         a, b = load_side(path_a, "a"), load_side(path_b, "b")
         prefetch.fill([a, b])
     preload_trials(a, b)
+    for side in (a, b):
+        check_run_consistency(side)
     diff = diff_sides(a, b, calibration=cal)
     ta_cols, tb_cols = a.trials(), b.trials()
     ta, tb = ta_cols.task_table(), tb_cols.task_table()

@@ -99,18 +99,40 @@ def preload_trials(*sides: Side) -> None:
 
 
 def _validate_json_file(p: Path, model: Any) -> Any:
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RunDirectoryError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise RunDirectoryError(f"{p}: not UTF-8 text") from None
-    try:
-        return model.model_validate_json(text)
-    except Exception as exc:
-        lines = str(exc).splitlines()
-        detail = "; ".join(s.strip() for s in lines[1:3]) if len(lines) > 1 else str(exc)
-        raise RunDirectoryError(f"{p}: invalid {model.__name__}: {detail}") from None
+    """Parse and validate ``environment.json`` / ``run.json``; every problem is located
+    (FILE:LINE:COL: $.path: message), like a manifest's."""
+    from evalmanifest.loading import load_document
+    from evalmanifest.validation import validate_document
+
+    kind = {"Environment": "environment", "RunInfo": "run"}[model.__name__]
+    doc = load_document(p)  # ManifestSyntaxError: located, names the file
+    res = validate_document(doc, kind, lint=False)
+    res.raise_for_errors()  # ManifestValidationError: every issue located
+    return res.model
+
+
+def check_run_consistency(side: Side) -> None:
+    """``run.json`` is not itself digested: its manifest digest and outcome counts must agree with the
+    files it describes, or the run was edited after it finished."""
+    info = side.info
+    if not side.is_run or info is None:
+        return
+    from evalmanifest.canonical import digest
+
+    got = digest(side.manifest)
+    if info.manifest_digest != got:
+        raise RunDirectoryError(f"{side.path / 'run.json'}: manifest_digest {info.manifest_digest} does not match "
+                                f"manifest.yaml ({got}); the run cannot be trusted")
+    if info.status == "running":
+        return  # counts are written when the run finishes
+    from evalmanifest.reports.trials_table import KIND_NAMES
+
+    kinds = np.bincount(side.trials().kind.astype(np.int64), minlength=4)
+    have = {KIND_NAMES[i]: int(kinds[i]) for i in range(4)}
+    want = info.counts.model_dump()
+    if {k: want.get(k, 0) for k in have} != have:
+        raise RunDirectoryError(f"{side.path / 'run.json'}: counts {want} do not match trials.jsonl ({have}); "
+                                "the run cannot be trusted")
 
 
 def load_side(path: str | Path, label: str) -> Side:
