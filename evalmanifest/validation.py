@@ -232,7 +232,8 @@ def lint_manifest(doc: Document, m: Any) -> list[Issue]:
             if r.floor is not None and r.ceiling is not None and r.ceiling < r.floor:
                 p = where(i, name, "ceiling")
                 if once(p, "ceiling_below_floor"):
-                    add(p, f"{name} ceiling ({r.ceiling}) is below its floor ({r.floor})", code="ceiling_below_floor",
+                    add(p, f"{name} ceiling ({r.ceiling}) is below its floor ({r.floor}) (task `{rt.task_id}`)",
+                        code="ceiling_below_floor",
                         hint="the ceiling is the hard limit and must be ≥ the guaranteed floor")
         mem, cpu = rt.resources["memory"], rt.resources["cpu"]
         if method == "pinned":

@@ -106,3 +106,11 @@ def test_atomic_write_leaves_no_temporary_file_on_failure(tmp_path):
     with pytest.raises(TypeError):
         atomic_write(target, 123)  # type: ignore[arg-type]  # write() fails after the temp file exists
     assert os.listdir(tmp_path) == []
+
+
+def test_ceiling_below_floor_from_a_task_override_names_the_task():
+    # the default ceiling is fine; task `b` raised its floor above it: the error must say which task
+    r = check("tasks: [{id: a}, {id: b, resources: {memory: {floor: 8Gi}}}]\n"
+              "resources: {defaults: {memory: {floor: 1Gi, ceiling: 2Gi}}}\nenforcement: {method: banded}\n")
+    [e] = [i for i in r.errors if i.code == "ceiling_below_floor"]
+    assert "(task `b`)" in e.message and e.path == "$.resources.defaults.memory.ceiling"
