@@ -142,7 +142,9 @@ def compare_runs(
     only_b = sorted(set(tb.task_ids) - set(ta.task_ids))
     gates = list(diff["gates"])
     if len(shared) < 2:
-        raise ReportError(f"the runs share {len(shared)} task(s): nothing to compare")
+        raise ReportError(
+            f"not comparable: the runs share {len(shared)} task(s); paired statistics need at least 2 "
+            f"(run A has {len(ta.task_ids)} tasks, run B {len(tb.task_ids)})")
     for label, t in (("A", ta), ("B", tb)):
         frac = len(shared) / t.n_tasks
         if frac < MIN_OVERLAP:

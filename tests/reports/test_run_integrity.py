@@ -66,3 +66,14 @@ def test_out_into_a_missing_folder_is_created(runs, tmp_path):
     assert r.exit_code == 0, r.output
     assert out.read_text().startswith("#") or "evalmanifest compare" in out.read_text()
     assert [p.name for p in out.parent.iterdir()] == ["compare.md"]
+
+
+def test_constant_paired_difference_has_exact_zero_se():
+    import numpy as np
+
+    from evalmanifest.reports.stats import paired_difference
+
+    a = np.array([0.2, 0.4, 0.6])
+    pd = paired_difference(a, a + 0.1)
+    assert pd.se == 0.0 and pd.p_t == 0.0 and pd.mde == 0.0
+    assert paired_difference(a, a).p_t == 1.0
