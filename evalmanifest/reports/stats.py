@@ -300,8 +300,9 @@ def paired_difference(a: np.ndarray, b: np.ndarray, alpha: float = 0.05, power: 
         raise ValueError("paired difference needs two aligned arrays with at least 2 tasks")
     d = b - a
     est = float(d.mean())
-    # a constant difference has SE exactly 0 (np.std would return ~1e-17 rounding noise, and a p of 1e-33)
-    se = 0.0 if float(np.ptp(d)) == 0.0 else float(np.std(d, ddof=1) / math.sqrt(n))
+    # a constant difference (to rounding: task means are k/m floats) has SE exactly 0; np.std would
+    # return ~1e-17 noise and a p of 1e-33
+    se = 0.0 if float(np.ptp(d)) <= 1e-12 else float(np.std(d, ddof=1) / math.sqrt(n))
     se_u = math.sqrt(clustered_se_of_mean(a) ** 2 + clustered_se_of_mean(b) ** 2)
     if se > 0:
         t = est / se
