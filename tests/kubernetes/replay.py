@@ -53,7 +53,9 @@ class Replay:
                     status, lines = queue.pop(0)
                 data = ("\n".join(lines) + "\n").encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                # the API server serves pod logs as text/plain (the client parses application/json bodies)
+                ctype = "text/plain" if u.path.endswith("/log") and status == 200 else "application/json"
+                self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

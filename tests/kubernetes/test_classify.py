@@ -127,3 +127,54 @@ def test_probe_oom_kill_counter_turns_a_plain_error_into_an_oom():
     term.update(exitCode=1, reason="Error")
     assert classify_pod(pod).category == "error"
     assert classify_pod(pod, probe={"eff.oom_kill_count": "2"}).category == "oom_killed_at_ceiling"
+
+
+# --- review regressions -------------------------------------------------------------------------------
+
+
+def _waiting(reason: str, message: str = "") -> dict:
+    """is-healthy/pod-pending.yaml (real object) with the container's waiting reason patched."""
+    pod = copy.deepcopy(load_fixture("is-healthy/pod-pending.yaml"))
+    pod["status"]["containerStatuses"][0]["state"] = {"waiting": {"reason": reason, "message": message}}
+    return pod
+
+
+def test_image_pull_backoff_is_an_infra_start_failure_not_terminal_yet():
+    c = classify_pod(_waiting("ImagePullBackOff", 'Back-off pulling image "does-not-exist"'), container="main")
+    assert (c.category, c.outcome, c.infra_cause, c.terminal) == ("start_failed", "infra_error", "sandbox_failed", False)
+    assert any("ImagePullBackOff" in e for e in c.evidence)
+
+
+def test_invalid_image_name_never_recovers_so_it_is_terminal():
+    c = classify_pod(_waiting("InvalidImageName"), container="main")
+    assert (c.category, c.infra_cause, c.terminal) == ("start_failed", "sandbox_failed", True)
+
+
+def test_deadline_before_the_container_ever_started_is_infra_not_a_task_timeout():
+    # activeDeadlineSeconds counts image pull time: a pod stuck in ImagePullBackOff until the deadline never
+    # ran task code. It used to be recorded as a task `timeout`.
+    pod = _waiting("ImagePullBackOff")
+    pod["status"].update(phase="Failed", reason="DeadlineExceeded",
+                         message="Pod was active on the node longer than the specified deadline")
+    c = classify_pod(pod, container="main")
+    assert (c.category, c.outcome, c.infra_cause, c.terminal) == ("never_started", "infra_error", "sandbox_failed", True)
+    # the kubelet may synthesise a terminated state without startedAt for the never-started container
+    pod["status"]["containerStatuses"][0]["state"] = {
+        "terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown"}}
+    assert classify_pod(pod, container="main").category == "never_started"
+    # a container that did run and was killed at the deadline is still a timeout
+    assert classify_pod(load_fixture("synthetic/deadline-exceeded.json")).outcome == "timeout"
+
+
+def test_oomkilled_child_with_exit_0_is_an_oom_at_ceiling_as_on_docker():
+    # enforcement.md 0.4 / Docker measurement 2.4 #2: OOMKilled=true with exit 0 (a child died, PID 1 exited
+    # normally). The Docker adapter records infra_error/oom_at_ceiling; Kubernetes used to record success.
+    pod = copy.deepcopy(load_fixture("datadog/short-lived-succeeded.json"))
+    pod["status"]["phase"] = "Succeeded"
+    pod["status"]["containerStatuses"][0]["state"]["terminated"].update(exitCode=0, reason="OOMKilled")
+    c = classify_pod(pod)
+    assert (c.category, c.outcome, c.infra_cause) == ("oom_killed_at_ceiling", "infra_error", "oom_at_ceiling")
+    # and the probe's memcg oom_kill counter alone is decisive with exit 0 too
+    ok = copy.deepcopy(load_fixture("datadog/short-lived-succeeded.json"))
+    assert classify_pod(ok, probe={"eff.oom_kill_count": "1"}).category == "oom_killed_at_ceiling"
+    assert classify_pod(ok, probe={"eff.oom_kill_count": "0"}).category == "completed"

@@ -132,3 +132,23 @@ def test_admission_rejection_is_an_infra_error_that_is_retried(tmp_path):
     assert len(rejected) == 1 and not rejected[0].final and rejected[0].details["api_status"] == 403
     retry = [r for r in recs if r.task_id == rejected[0].task_id and r.try_index == 1]
     assert len(retry) == 1 and retry[0].final
+
+
+def test_reward_file_task_without_a_reward_is_a_failure_even_with_exit_0(tmp_path):
+    # success.kind reward_file: exit 0 and no reward printed used to be recorded as success on Kubernetes
+    # (the Docker adapter records failure / reward_missing).
+    m = manifest(attempts=1, internet="allowed")
+    m = m.model_copy(deep=True)
+    for t in m.tasks:
+        t.success = t.success.model_copy(update={"kind": "reward_file", "path": "/logs/reward.txt"})
+    out = tmp_path / "run"
+    plan = {"t-ok": ["succeeded"], "t-flaky": ["succeeded"], "t-slow": ["succeeded"]}
+    with ClusterSim(plan, namespace=NS, log_text="no reward here\n") as sim:
+        res = run(sim, out, m=m)
+    assert res.status == "complete"
+    recs = load_run(out).final_trials()
+    assert {r.outcome for r in recs} == {"failure"}
+    assert {r.details["category"] for r in recs} == {"reward_missing"}
+    with ClusterSim(plan, namespace=NS, log_text="@@evalmanifest-reward 1\n") as sim:
+        run(sim, tmp_path / "run2", m=m)
+    assert {(r.outcome, r.reward) for r in load_run(tmp_path / "run2").final_trials()} == {("success", 1.0)}

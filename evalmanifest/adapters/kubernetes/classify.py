@@ -13,10 +13,12 @@ preempted             DisruptionTarget/PreemptionByScheduler, event Preempted   
 evicted               reason Evicted or DisruptionTarget/TerminationByKubelet      infra / evicted
 evicted_own_storage   ...with "exceeded its local ephemeral storage limit"         task failure
 node_lost             DisruptionTarget DeletionByTaintManager/DeletionByPodGC      infra / killed_other
+never_started         DeadlineExceeded before the container ever started           infra / sandbox_failed
 deadline_exceeded     pod or Job DeadlineExceeded                                  timeout
 oom_killed_system     OOMKilled + node SystemOOM / MemoryPressure near finishedAt  infra / oom_system
-oom_killed_at_ceiling OOMKilled (any exit code) or probe oom_kill > 0               infra / oom_at_ceiling
+oom_killed_at_ceiling OOMKilled (any exit code, 0 included) or probe oom_kill > 0  infra / oom_at_ceiling
 killed_sigkill_other  exit 137 / SIGKILL, reason not OOMKilled                     infra / killed_other
+start_failed          waiting ErrImagePull/ImagePullBackOff/CreateContainer*...    infra / sandbox_failed
 completed / error     exit 0 / any other exit                                      success / failure
 ====================  ==========================================================  ======================
 
@@ -45,6 +47,12 @@ EPHEMERAL_OWN_LIMIT_MARKERS = (
 #: how close a node SystemOOM event / MemoryPressure transition must be to the container's finishedAt
 SYSTEM_OOM_WINDOW = timedelta(seconds=120)
 SIGKILL_EXIT = 137
+#: container waiting reasons that mean the sandbox could not be started (no task code ran): an image that
+#: cannot be pulled, or a container the runtime cannot create. Infra errors, never a task timeout.
+NEVER_STARTS = ("InvalidImageName", "ErrImageNeverPull")
+"""waiting reasons the kubelet never recovers from: terminal at once"""
+START_FAILURES = ("ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "CreateContainerError",
+                  "RunContainerError") + NEVER_STARTS
 
 
 @dataclass(frozen=True)
@@ -159,6 +167,22 @@ def _terminated(cs: dict[str, Any] | None) -> tuple[dict[str, Any] | None, bool]
     if last:
         return last, False
     return None, False
+
+
+def _waiting_reason(cs: dict[str, Any] | None) -> str | None:
+    return ((cs or {}).get("state") or {}).get("waiting", {}).get("reason") if cs else None
+
+
+def _ever_started(cs: dict[str, Any] | None) -> bool:
+    """Did the container ever run (a start time in its running or terminated state, current or last)?"""
+    if not cs:
+        return False
+    for part in ("state", "lastState"):
+        st = cs.get(part) or {}
+        for k in ("running", "terminated"):
+            if (st.get(k) or {}).get("startedAt"):
+                return True
+    return False
 
 
 def _oom_near(
@@ -296,21 +320,29 @@ def classify_pod(
                 job_deadline = True
                 ev.append("job condition Failed reason=DeadlineExceeded")
     if reason == "DeadlineExceeded" or job_deadline:
+        waiting = _waiting_reason(cs)
+        if not _ever_started(cs):
+            # activeDeadlineSeconds counts from the kubelet's acknowledgement, image pull included: a pod
+            # whose container never ran (image not pullable, container not creatable) hit the deadline
+            # without running any task code. That is the sandbox failing, not the task timing out.
+            return out("never_started", "infra_error", "sandbox_failed", True,
+                       f"deadline reached before the container started (waiting reason {waiting})")
         return out("deadline_exceeded", "timeout", None, True)
 
     # 5. OOM kills: system vs at the container ceiling
     probe_kills = _probe_oom_kills(probe)
     if probe_kills:
         ev.append(f"probe oom_kill={probe_kills}")
-    if treason == "OOMKilled" or (term is not None and exit_code not in (0, None) and probe_kills):
+    if treason == "OOMKilled" or (term is not None and exit_code is not None and probe_kills):
         terminal = terminal_phase or term_current
         if treason == "OOMKilled" and exit_code not in (SIGKILL_EXIT, None):
             ev.append(
                 f"OOMKilled with exitCode {exit_code}: PID 1 survived a kill of a child (or singleProcessOOMKill) and exited on its own; exit code alone would have hidden the OOM"
             )
-        if treason == "OOMKilled" and exit_code == 0:
-            # a child died, the task still finished normally: the OOM is evidence, not the outcome
-            return out("completed", "success", None, terminal, "OOMKilled reported with exit 0: a child process was OOM-killed")
+        if exit_code == 0:
+            # a child was OOM-killed and the shell still exited 0: an OOM at the ceiling all the same (the
+            # Docker adapter's rule, reference/enforcement.md 0.4: OOMKilled occurs with exit 0)
+            ev.append("OOM kill with exit 0: a child process was OOM-killed, PID 1 exited normally")
         system = _oom_near(parse_time(finished_s), node_events, node)
         if system:
             return out("oom_killed_system", "infra_error", "oom_system", terminal, *system)
@@ -343,7 +375,14 @@ def classify_pod(
             return out("killed_sigkill_other", "infra_error", "killed_other", False)
         return out("error" if exit_code else "completed", None, None, False)
 
-    # 7. pod-level terminal states without container evidence
+    # 7. the container cannot start (image pull, container creation): infra; terminal when it never recovers
+    waiting = _waiting_reason(cs)
+    if waiting in START_FAILURES and not (term is not None and term_current):
+        wmsg = (((cs or {}).get("state") or {}).get("waiting") or {}).get("message") or ""
+        return out("start_failed", "infra_error", "sandbox_failed", waiting in NEVER_STARTS,
+                   f"container waiting: {waiting} {wmsg}".strip())
+
+    # 8. pod-level terminal states without container evidence
     if phase == "Succeeded":
         return out("completed", "success", None, True)
     if phase == "Failed":

@@ -538,7 +538,7 @@ class KubernetesRunner:
             c = classify_pod(podd, container=CONTAINER)
             if c.terminal:
                 self._finish(core, f, podd, inflight, queue)
-            elif overdue and c.category in ("unschedulable", "pending"):
+            elif overdue and c.category in ("unschedulable", "pending", "start_failed"):
                 self._finish(core, f, podd, inflight, queue, force_unschedulable=True)
 
     def _node(self, core: Any, name: str | None) -> dict[str, Any] | None:
@@ -582,7 +582,10 @@ class KubernetesRunner:
         probe_end = blocks.get("end") or blocks.get("start") or {}
         c = classify_pod(admitted, events=events, node_events=node_events, node=node, container=CONTAINER, probe=probe_end)
         if force_unschedulable and not c.terminal:
-            c = replace(c, terminal=True, outcome="infra_error", infra_cause="unschedulable", category="unschedulable")
+            if c.category == "start_failed":  # image never pulled / container never created: the sandbox failed
+                c = replace(c, terminal=True)
+            else:
+                c = replace(c, terminal=True, outcome="infra_error", infra_cause="unschedulable", category="unschedulable")
         if deleted and not c.terminal:
             # deleted before it finished (not by this runner): not the task's fault
             c = replace(c, terminal=True, outcome="infra_error", infra_cause="killed_other", category="deleted",
@@ -595,6 +598,10 @@ class KubernetesRunner:
                 reward = reward_from_log(log or "")
                 if reward is not None:
                     outcome = "success" if reward >= rt.success.threshold else "failure"
+                else:  # no reward file: never a success on the exit code alone (as the Docker adapter)
+                    outcome = "failure"
+                    c = replace(c, category="reward_missing",
+                                evidence=tuple(c.evidence) + ("success.kind reward_file: no reward in the log",))
             else:
                 reward = 1.0 if outcome == "success" else 0.0
         obs, rb = observe(rt.resources, rt.method, f.sent, admitted, CONTAINER)
