@@ -33,6 +33,8 @@ def run(adapter: str, manifest: str, out: str, concurrency: int | None, resume: 
     from evalmanifest.loading import load_manifest  # noqa: PLC0415
 
     extra = split_adapter_options(adapter, options, _OWN)
+    if resume:
+        _check_resumable(out)
     m = load_manifest(manifest)
     a = get_adapter(adapter)
     if progress is not None:
@@ -45,6 +47,25 @@ def run(adapter: str, manifest: str, out: str, concurrency: int | None, resume: 
         click.echo(f"interrupted: finish with  evalmanifest run --adapter {adapter} {manifest} --out {out} --resume",
                    err=True)
         sys.exit(3)
+
+
+def _check_resumable(out: str) -> None:
+    """``--resume`` into a directory that holds files but no run would write a run among foreign files."""
+    from pathlib import Path  # noqa: PLC0415
+
+    from evalmanifest.errors import RunDirectoryError  # noqa: PLC0415
+    from evalmanifest.rundir import ENVIRONMENT, MANIFEST, RUN, TRIALS  # noqa: PLC0415
+
+    d = Path(out)
+    if not d.is_dir() or (d / RUN).exists():
+        return  # a new directory (nothing to resume: start) or a run to finish
+    ours = {MANIFEST, ENVIRONMENT, TRIALS, RUN}
+    foreign = sorted(p.name for p in d.iterdir()
+                     if p.name not in ours and not any(p.name.startswith(f".{n}.tmp-") for n in ours))
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise RunDirectoryError(f"{d}: --resume, but this directory holds no run (no {RUN}) and other files "
+                                f"({shown}); choose another --out")
 
 
 with_adapter_options(run)
