@@ -59,10 +59,15 @@ class Benchmark(Model):
 
 class Sampling(Model):
     temperature: float | None = Field(default=None, ge=0)
+    """Sampling temperature."""
     top_p: float | None = Field(default=None, ge=0, le=1)
+    """Nucleus-sampling mass."""
     max_tokens: int | None = Field(default=None, ge=1)
+    """Most tokens generated per response."""
     seed: int | None = None
+    """Sampling seed, where the provider honours one."""
     reasoning_effort: str | None = None
+    """Reasoning effort / thinking budget setting, verbatim."""
     parameters: dict[str, Any] = Field(default_factory=dict)
     """Any other provider parameter, verbatim (never secrets)."""
 
@@ -71,16 +76,24 @@ class ModelRef(Model):
     id: str = Field(min_length=1)
     """Model identifier as sent to the provider, e.g. `anthropic/claude-sonnet-4-5`."""
     provider: str | None = None
+    """Inference provider, e.g. `anthropic`, `openai`, `vertex`, `bedrock`."""
     endpoint: str | None = None
+    """API endpoint (no credentials)."""
     region: str | None = None
+    """Provider region serving the model."""
     api_version: str | None = None
+    """Provider API version."""
     sampling: Sampling = Field(default_factory=Sampling)
+    """Sampling parameters sent with every request."""
 
 
 class Component(Model):
     name: str = Field(min_length=1)
+    """Name, e.g. `terminus-2` or `harbor`."""
     version: str | None = None
+    """Released version."""
     commit: str | None = None
+    """Source commit, when run from a checkout."""
 
 
 class Subject(Model):
@@ -121,7 +134,9 @@ class ByteBound(Model):
 
 class CountBound(Model):
     floor: Count | None = None
+    """Guaranteed count (rarely meaningful for pids)."""
     ceiling: Count | None = None
+    """Hard limit (e.g. `PidsLimit`); null = none."""
 
 
 class GpuBound(Model):
@@ -133,10 +148,15 @@ class GpuBound(Model):
 
 class ResourceSet(Model):
     cpu: CpuBound | None = None
+    """CPU floor/ceiling (cores or millicores)."""
     memory: ByteBound | None = None
+    """Memory floor/ceiling (bytes)."""
     ephemeral_storage: ByteBound | None = None
+    """Writable-disk floor/ceiling (bytes)."""
     gpu: GpuBound | None = None
+    """GPUs per trial."""
     pids: CountBound | None = None
+    """Process-count limit."""
 
 
 class Resources(Model):
@@ -155,27 +175,34 @@ class Enforcement(Model):
     """How the runtime enforces it: `k8s.requests_limits`, `docker.hostconfig`, `cgroup2.direct`,
     `vm.size`, `provider.api:<name>`, ..."""
     swap: Literal["none", "allowed"] = "none"
+    """`none`: memory ceilings include no swap; `allowed`: the task may swap."""
     oom_group: Literal["container", "process"] | None = None
     """Whether an OOM kills the whole container (cgroup `memory.oom.group=1`) or one process."""
     disk_ceiling_enforcement: Literal["eviction", "quota", "none"] | None = None
+    """How an ephemeral-storage ceiling is enforced: kubelet `eviction`, filesystem `quota`, or `none` (Docker overlay2 on ext4)."""
 
 
 class KillPolicy(Model):
     mechanism: Literal["harness_kill", "k8s.activeDeadlineSeconds", "docker.stop", "provider"] = "harness_kill"
+    """What enforces the deadline."""
     grace_sec: float = Field(default=10, ge=0)
     """Seconds between the polite stop (SIGTERM) and SIGKILL."""
 
 
 class TimeoutSet(Model):
     agent_sec: float | None = Field(default=None, gt=0)
+    """Seconds the agent may work on the task."""
     verifier_sec: float | None = Field(default=None, gt=0)
+    """Seconds the verifier/tests may run."""
     build_sec: float | None = Field(default=None, gt=0)
+    """Seconds the environment build may take."""
     total_sec: float | None = Field(default=None, gt=0)
     """Hard wall-clock bound of one trial (defaults to agent + verifier)."""
 
 
 class Timeouts(Model):
     defaults: TimeoutSet = Field(default_factory=TimeoutSet)
+    """Applied to every task unless overridden."""
     multiplier: float = Field(default=1.0, gt=0)
     """Applied to every resolved timeout (Harbor's `timeout_multiplier`)."""
     kill: KillPolicy = Field(default_factory=KillPolicy)
@@ -195,6 +222,7 @@ class Trials(Model):
     attempts: int = Field(default=1, ge=1)
     """Independent attempts per task (≥ 5 recommended)."""
     infra_error_policy: InfraErrorPolicy = Field(default_factory=InfraErrorPolicy)
+    """How infra errors are retried and then counted."""
     outcome_policy_version: str = "1"
     """Version of the outcome policy table (spec/README.md) used to classify trials."""
     oom_at_ceiling_counts_as: Literal["infra_error", "failure"] = "infra_error"
@@ -205,33 +233,52 @@ class Trials(Model):
 
 class Hardware(Model):
     instance_type: str | None = None
+    """Cloud instance type or machine model, e.g. `n2-standard-32`."""
     cpu_model: str | None = None
+    """CPU model string."""
     cores: int | None = Field(default=None, ge=1)
+    """Cores (vCPUs) per machine."""
     memory: Bytes | None = None
+    """Memory per machine (quantity)."""
     gpu: GpuBound | None = None
+    """GPUs per machine."""
     arch: Literal["amd64", "arm64", "x86_64", "aarch64"] | None = None
+    """CPU architecture."""
     cloud: str | None = None
+    """Cloud provider, e.g. `gcp`, `aws`, `on-prem`."""
     region: str | None = None
+    """Cloud region or zone."""
     cluster: str | None = None
+    """Cluster name."""
     kubernetes_version: str | None = None
+    """Kubernetes server version, e.g. `1.31`."""
     container_runtime: str | None = None
+    """Container runtime, e.g. `containerd`, `docker`, `gvisor`."""
     sandbox_provider: str | None = None
+    """Hosted sandbox provider, e.g. `modal`, `e2b`, `daytona`."""
 
 
 class ApiRateLimits(Model):
     requests_per_minute: int | None = Field(default=None, ge=1)
+    """Provider request-rate limit in force during the run."""
     tokens_per_minute: int | None = Field(default=None, ge=1)
+    """Provider token-rate limit in force during the run."""
 
 
 class Concurrency(Model):
     max_parallel_trials: int | None = Field(default=None, ge=1)
+    """Most trials running at once across the whole run."""
     per_node: int | None = Field(default=None, ge=1)
+    """Most trials running at once on one machine/node (contention moves scores)."""
     api_rate_limits: ApiRateLimits | None = None
+    """Inference API limits that throttled the agent."""
 
 
 class Network(Model):
     internet: Literal["allowed", "denied"] = "allowed"
+    """Whether task containers may reach the internet."""
     allowed_hosts: list[str] = Field(default_factory=list)
+    """Hosts reachable although `internet: denied` (adapters that cannot express this record it as not enforced)."""
     egress_bandwidth: str | None = None
     """e.g. `100Mbit`."""
 
@@ -240,43 +287,66 @@ class RunWindow(Model):
     start: str
     """ISO 8601 date-time."""
     end: str
+    """ISO 8601 date-time."""
 
 
 class Schedule(Model):
     timezone: str | None = None
+    """IANA timezone the windows are read in."""
     windows: list[RunWindow] = Field(default_factory=list)
+    """Planned run windows (time of day is a known covariate of API latency and errors)."""
 
 
 class Task(Model):
     id: str = Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+    """Task identifier, unique in the manifest."""
     image: str | None = None
+    """Container image the task runs in."""
     command: list[str] | str | None = None
     """Argument vector, or a string run with `/bin/sh -c`."""
     workdir: str | None = None
+    """Working directory inside the container."""
     env: dict[str, str] = Field(default_factory=dict)
     """Non-secret environment only. Secrets are injected by the harness, never written here."""
     success: Success = Field(default_factory=Success)
+    """How success is read."""
     resources: ResourceSet | None = None
+    """Per-task resource overrides (field by field over `resources.defaults`)."""
     timeouts: TimeoutSet | None = None
+    """Per-task timeout overrides (field by field over `timeouts.defaults`)."""
 
 
 class EvalManifest(Model):
     """The declared configuration of an eval run."""
 
     api_version: Literal["evalmanifest.dev/v1alpha1"] = Field(alias="apiVersion")
+    """`evalmanifest.dev/v1alpha1`."""
     kind: Literal["EvalManifest"]
+    """`EvalManifest`."""
     metadata: Metadata
+    """Names and labels (cosmetic)."""
     benchmark: Benchmark
+    """The benchmark and task set."""
     subject: Subject
+    """The model, agent and harness under test."""
     tasks: list[Task] = Field(min_length=1)
+    """Every task the run executes."""
     resources: Resources = Field(default_factory=Resources)
+    """Per-task resource floors and ceilings."""
     enforcement: Enforcement = Field(default_factory=Enforcement)
+    """How the floors and ceilings are enforced."""
     timeouts: Timeouts = Field(default_factory=Timeouts)
+    """Time limits and what kills at the deadline."""
     trials: Trials = Field(default_factory=Trials)
+    """Attempts per task, infra-error policy, scoring."""
     hardware: Hardware = Field(default_factory=Hardware)
+    """The declared hardware (the run's captured environment records the observed one)."""
     concurrency: Concurrency = Field(default_factory=Concurrency)
+    """Parallelism and API rate limits."""
     network: Network = Field(default_factory=Network)
+    """Network access of task containers."""
     schedule: Schedule = Field(default_factory=Schedule)
+    """Planned run windows."""
 
     @field_validator("api_version")
     @classmethod

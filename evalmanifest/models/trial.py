@@ -30,15 +30,22 @@ class ResourceObservation(Model):
     """Declared vs observed for one resource of one trial (units: millicores, bytes, counts)."""
 
     declared_floor: int | None = None
+    """Floor the manifest declared (millicores, bytes or count)."""
     declared_ceiling: int | None = None
+    """Ceiling the manifest declared; null = none."""
     observed_floor: int | None = None
+    """Floor read back from the runtime after admission."""
     observed_ceiling: int | None = None
+    """Ceiling read back from the runtime (or the probe); null = unlimited."""
     honoured: Honoured = "unknown"
+    """Whether what was in force matches the declaration (`unknown` when it could not be read)."""
     note: str | None = None
+    """Why not honoured, or how it was read."""
 
 
 class TrialRecord(Model):
     task_id: str = Field(min_length=1)
+    """The task's id in the manifest."""
     attempt: int = Field(ge=0)
     """0-based attempt index (independent samples of the task)."""
     try_index: int = Field(default=0, ge=0)
@@ -46,14 +53,21 @@ class TrialRecord(Model):
     final: bool = True
     """False for a try superseded by a retry; scores use only final tries."""
     outcome: Outcome
+    """`success`, `failure`, `timeout` or `infra_error` (outcome policy table)."""
     infra_cause: InfraCause | None = None
+    """Cause of an `infra_error` (taxonomy in spec/README.md)."""
     reward: float | None = None
+    """Reward read from the reward file, if the task uses one."""
     exit_code: int | None = None
+    """Exit code of the task command."""
     started_at: str | None = None
     """ISO 8601 UTC."""
     finished_at: str | None = None
+    """ISO 8601 UTC."""
     duration_sec: float | None = Field(default=None, ge=0)
+    """Wall-clock seconds from start to finish."""
     node: str | None = None
+    """Host or Kubernetes node the trial ran on."""
     observed: dict[str, ResourceObservation] = Field(default_factory=dict)
     """Per resource (`cpu`, `memory`, `pids`, ...): declared vs observed limits."""
     peaks: dict[str, int] = Field(default_factory=dict)

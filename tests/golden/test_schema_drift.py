@@ -44,6 +44,14 @@ def test_one_wire_casing():
         walk(s)
 
 
+@pytest.mark.parametrize("kind", sorted(DOCUMENTS))
+def test_every_field_has_a_description(kind):
+    s = generate(kind)
+    missing = [f"{name}.{field}" for name, d in [*s.get("$defs", {}).items(), (s["title"], s)]
+               for field, fs in d.get("properties", {}).items() if not fs.get("description")]
+    assert not missing, f"add an attribute docstring to: {missing}"
+
+
 def test_no_python_in_generated_folders():
     for d in ("adapters", "reports", "spec"):
         assert not list((REPO / d).rglob("*.py")), f"{d}/ must hold no Python"
