@@ -152,3 +152,27 @@ def test_reward_file_task_without_a_reward_is_a_failure_even_with_exit_0(tmp_pat
     with ClusterSim(plan, namespace=NS, log_text="@@evalmanifest-reward 1\n") as sim:
         run(sim, tmp_path / "run2", m=m)
     assert {(r.outcome, r.reward) for r in load_run(tmp_path / "run2").final_trials()} == {("success", 1.0)}
+
+
+def test_node_events_are_read_in_the_default_namespace_not_cluster_wide(tmp_path):
+    # Node events live in `default`; the runner used to list events of every namespace (and the shipped
+    # ClusterRole granted that), more than the minimal RBAC needs.
+    with ClusterSim({"t-ok": ["succeeded"]}, namespace=NS) as sim:
+        m = manifest(attempts=1, internet="allowed").model_copy(deep=True)
+        m.tasks = [t for t in m.tasks if t.id == "t-ok"]
+        run(sim, tmp_path / "run", m=m)
+    ev = [q for q in sim.requests if q["path"].endswith("/events")]
+    node_ev = [q for q in ev if "involvedObject.kind=Node" in q["query"].get("fieldSelector", "")]
+    assert node_ev and {q["path"] for q in node_ev} == {"/api/v1/namespaces/default/events"}
+    assert "/api/v1/events" not in {q["path"] for q in ev}
+
+
+def test_shipped_rbac_grants_no_cluster_wide_event_reads():
+    from evalmanifest.adapters.kubernetes.golden import RBAC
+
+    cluster_rules = [r for o in RBAC if o["kind"] == "ClusterRole" for r in o["rules"]]
+    assert all(r["resources"] == ["nodes"] and set(r["verbs"]) <= {"get", "list", "watch"} for r in cluster_rules)
+    ev_roles = [o for o in RBAC if o["kind"] == "Role" and any("events" in r["resources"] for r in o["rules"])]
+    assert {o["metadata"]["namespace"] for o in ev_roles} == {"evals", "default"}
+    bound = {o["roleRef"]["name"] for o in RBAC if o["kind"] == "RoleBinding"}
+    assert {o["metadata"]["name"] for o in ev_roles} <= bound

@@ -45,7 +45,6 @@ RBAC: list[dict[str, Any]] = [
         "metadata": {"name": "evalmanifest-node-reader"},
         "rules": [
             {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
-            {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
         ],
     },
     {
@@ -53,6 +52,21 @@ RBAC: list[dict[str, Any]] = [
         "kind": "ClusterRoleBinding",
         "metadata": {"name": "evalmanifest-node-reader"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "evalmanifest-node-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "evalmanifest-runner", "namespace": "evals"}],
+    },
+    # Node events (SystemOOM, EvictionThresholdMet...) are recorded in the `default` namespace: read them
+    # there, not with a cluster-wide grant on every namespace's events
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "evalmanifest-node-events", "namespace": "default"},
+        "rules": [{"apiGroups": [""], "resources": ["events"], "verbs": ["list"]}],
+    },
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "evalmanifest-node-events", "namespace": "default"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "evalmanifest-node-events"},
         "subjects": [{"kind": "ServiceAccount", "name": "evalmanifest-runner", "namespace": "evals"}],
     },
 ]
@@ -117,7 +131,8 @@ def readme_text(golden_files: list[str]) -> str:
     ]
     for obj in RBAC:
         if obj["kind"] in ("Role", "ClusterRole"):
-            scope = "namespace (Role)" if obj["kind"] == "Role" else "cluster, read-only (ClusterRole)"
+            scope = (f"namespace `{obj['metadata']['namespace']}` (Role)" if obj["kind"] == "Role"
+                     else "cluster, read-only (ClusterRole)")
             for rule in obj["rules"]:
                 lines.append(f"| {scope} | {', '.join(rule['resources'])} | {', '.join(rule['verbs'])} |")
     lines += ["", "## Golden translations of the spec examples", ""]

@@ -56,6 +56,8 @@ A_RUNNER = f"{LABEL_PREFIX}/runner"
 #: the Lease a live runner renews; gc treats a run as live while it is fresh
 LEASE_DURATION_SEC = 120
 HEARTBEAT_SEC = 30.0
+#: where the API server keeps events of cluster-scoped objects such as Nodes (client-go's recorder)
+NODE_EVENTS_NAMESPACE = "default"
 #: allowance for clock skew between the runner's and gc's machines
 CLOCK_SKEW_SEC = 60
 
@@ -573,7 +575,8 @@ class KubernetesRunner:
         node_name = (admitted.get("spec") or {}).get("nodeName")
         node = self._node(core, node_name)
         events = self._events(core, "Pod", f.name, self.namespace)
-        node_events = self._events(core, "Node", node_name, None) if node_name else []
+        # events of cluster-scoped objects (Nodes) are recorded in the `default` namespace
+        node_events = self._events(core, "Node", node_name, NODE_EVENTS_NAMESPACE) if node_name else []
         try:
             log = core.read_namespaced_pod_log(f.name, self.namespace, container=CONTAINER, limit_bytes=4 * 2**20)
         except Exception:  # noqa: BLE001
