@@ -153,8 +153,14 @@ class RunWriter:
             if bad:
                 raise ManifestValidationError(bad)
         else:
-            if self.dir.exists() and any(self.dir.iterdir()) and not resume:
-                raise RunDirectoryError(f"{self.dir}: directory exists and is not empty; choose another --out")
+            if self.dir.exists():
+                foreign = sorted(p.name for p in self.dir.iterdir()
+                                 if p.name not in (MANIFEST, TRIALS, ENVIRONMENT) and not p.name.startswith(f".{RUN}"))
+                if foreign or (any(self.dir.iterdir()) and not resume):
+                    raise RunDirectoryError(
+                        f"{self.dir}: directory exists and holds no run"
+                        + (f" (found {', '.join(foreign[:3])}{'...' if len(foreign) > 3 else ''})" if foreign else "")
+                        + "; choose another --out")
             self.dir.mkdir(parents=True, exist_ok=True)
             self.info = RunInfo(run_id=run_id or new_run_id(), tool=ToolInfo(version=__version__), adapter=adapter,
                                 manifest_digest=self.manifest_digest, status="running", started_at=utcnow())

@@ -113,3 +113,12 @@ def test_runner_identity_liveness():
     p.wait()
     assert _identity.process_alive(host, p.pid, t) is False  # exited (a reused pid has another start)
     assert _identity.process_alive(host, "not-a-pid", token) is False
+
+
+def test_resume_refuses_foreign_directory(tmp_path):
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / "thesis.tex").write_text("precious")
+    with pytest.raises(RunDirectoryError, match="holds no run"):
+        RunWriter(d, M, adapter="test", resume=True)
+    assert (d / "thesis.tex").read_text() == "precious" and len(list(d.iterdir())) == 1
