@@ -193,18 +193,10 @@ def _argv(command: list[str] | str | None) -> list[str] | None:
 
 
 def effective_method(task: ResolvedTask) -> tuple[str, bool]:
-    """The method to emit and whether it was inferred (manifest left it undocumented)."""
-    if task.method is not None:
-        return task.method, False
-    mem, cpu = task.resources["memory"], task.resources["cpu"]
-    ceilings = [r.ceiling for r in (mem, cpu) if r.ceiling is not None]
-    floors = [r.floor for r in (mem, cpu) if r.floor is not None]
-    if ceilings:
-        same = all(r.floor in (None, r.ceiling) for r in (mem, cpu) if r.ceiling is not None)
-        return ("pinned" if same else "banded"), True
-    if floors:
-        return "soft", True
-    return "uncapped", True
+    """The method to emit and whether it was inferred (shared rule: :func:`base.infer_method`)."""
+    from evalmanifest.adapters.base import infer_method  # noqa: PLC0415
+
+    return infer_method(task)
 
 
 def render_host_config(task: ResolvedTask, method: str) -> tuple[dict[str, Any], list[str]]:

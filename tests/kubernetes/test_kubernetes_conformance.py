@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from evalmanifest.errors import UnsupportedEnforcementError
 from evalmanifest.testing.conformance import AdapterConformance
 
 from runner_replay import replayed_run_dir
@@ -13,10 +12,6 @@ from runner_replay import replayed_run_dir
 class TestKubernetesConformance(AdapterConformance):
     adapter_name = "kubernetes"
     image = "busybox:1.36"
-
-    def allowed_render_error(self, task, error: Exception) -> bool:
-        # a manifest with no enforcement.method cannot be given a QoS class: documented refusal
-        return task.method is None and isinstance(error, UnsupportedEnforcementError)
 
     @pytest.fixture
     def conformance_run_dir(self, tmp_path):

@@ -203,3 +203,20 @@ def test_tb2_spec_example_every_method_every_version(method):
     assert len(pods) == 89
     assert validate_objects(objs, K8S_VERSIONS) == []
     assert {qos_class(p["spec"]) for p in pods} == {INTENDED_QOS[method]}
+
+
+def test_undeclared_method_is_inferred_like_docker():
+    """Both adapters infer the same method for an undocumented manifest, and say so."""
+    from evalmanifest.adapters.base import infer_method
+    from evalmanifest.adapters.registry import get_adapter
+    from evalmanifest.loading import load_manifest
+    from evalmanifest.resolve import resolve
+    from spec_paths import SPEC
+
+    m = load_manifest(SPEC / "examples" / "valid" / "minimal.yaml")
+    rt = resolve(m).tasks[0]
+    assert infer_method(rt) == ("uncapped", True)
+    objs = get_adapter("kubernetes").render(m, rt.task_id)
+    pod = objs[0] if isinstance(objs, list) else objs
+    ann = pod["metadata"]["annotations"]
+    assert ann["evalmanifest.dev/method"] == "uncapped" and "evalmanifest.dev/method-inferred" in ann

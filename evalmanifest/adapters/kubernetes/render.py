@@ -355,6 +355,13 @@ def render_objects(task: ResolvedTask, attempt: int, opts: RenderOptions, hardwa
     """The Pod (or Job) for one attempt, plus the run's egress NetworkPolicy when internet is denied."""
     if opts.kind not in ("pod", "job"):
         raise AdapterError(f"unknown --kind {opts.kind!r} (expected pod or job)")
+    from dataclasses import replace  # noqa: PLC0415
+
+    from evalmanifest.adapters.base import infer_method  # noqa: PLC0415
+
+    method, inferred = infer_method(task)
+    if inferred:
+        task = replace(task, method=method)
     spec = pod_spec(task, opts, hardware)
     qos = qos_class(spec)
     want = INTENDED_QOS[task.method]  # type: ignore[index]
@@ -375,6 +382,9 @@ def render_objects(task: ResolvedTask, attempt: int, opts: RenderOptions, hardwa
     }
     if opts.manifest_digest:
         ann[f"{LABEL_PREFIX}/manifest-digest"] = opts.manifest_digest
+    if inferred:
+        ann[f"{LABEL_PREFIX}/method-inferred"] = (
+            "the manifest declares no enforcement.method; inferred from the floors and ceilings")
     skipped = unenforced(task)
     if skipped:
         ann[f"{LABEL_PREFIX}/not-enforced"] = "; ".join(skipped)
