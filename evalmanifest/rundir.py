@@ -68,6 +68,20 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> None:
         pass
 
 
+def lock_run_dir(path: str | os.PathLike[str]) -> int:
+    """``flock`` the run directory itself (no extra file): one writer per run directory. Returns the fd
+    to close when done; raises :class:`RunDirectoryError` when another process holds it."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise RunDirectoryError(f"{path} is being written by another evalmanifest process") from None
+    return fd
+
+
 def dump_json(model: BaseModel | Any) -> str:
     obj = model.model_dump(mode="json", by_alias=True, exclude_none=False) if isinstance(model, BaseModel) else model
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

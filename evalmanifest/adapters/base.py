@@ -67,6 +67,14 @@ class Capabilities:
     def method(self, name: str | None) -> Capability:
         return self.methods.get(name or "", Capability(Support.unsupported, "unknown method"))
 
+    def markdown_rows(self) -> list[str]:
+        """``| kind | name | support | note |`` rows for the generated adapter READMEs."""
+        rows = []
+        for kind, table in (("method", self.methods), ("resource", self.resources), ("feature", self.features)):
+            for name, cap in table.items():
+                rows.append(f"| {kind} | `{name}` | {cap.support.value} | {cap.note} |")
+        return rows
+
     def to_dict(self) -> dict[str, dict[str, dict[str, str]]]:
         return {
             "methods": {k: v.to_dict() for k, v in self.methods.items()},

@@ -690,9 +690,7 @@ def readme_text(root: Path | None = None) -> str:
         "| kind | name | support | how |",
         "|---|---|---|---|",
     ]
-    for kind, table in (("method", caps.methods), ("resource", caps.resources), ("feature", caps.features)):
-        for n, c in table.items():
-            lines.append(f"| {kind} | `{n}` | {c.support.value} | {c.note} |")
+    lines += caps.markdown_rows()
     lines += [
         "",
         "## Method mapping (HostConfig)",

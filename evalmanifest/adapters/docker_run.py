@@ -46,7 +46,7 @@ from evalmanifest.adapters.docker import (
 )
 from evalmanifest.canonical import digest
 from evalmanifest.capture import parse_probe, probe_summary
-from evalmanifest.errors import AdapterError, RunDirectoryError
+from evalmanifest.errors import AdapterError
 from evalmanifest.models.manifest import EvalManifest
 from evalmanifest.models.trial import TrialRecord
 
@@ -269,15 +269,9 @@ class DockerRunner:
 
     def _lock_dir(self) -> int:
         """flock on the run directory itself (no extra file): one writer per run directory."""
-        import fcntl  # noqa: PLC0415
+        from evalmanifest.rundir import lock_run_dir  # noqa: PLC0415
 
-        fd = os.open(self.out, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise RunDirectoryError(f"{self.out} is being written by another evalmanifest process") from None
-        return fd
+        return lock_run_dir(self.out)
 
     def _run_locked(self, client, host: dict[str, Any]) -> RunResult:
         w = self.writer

@@ -112,9 +112,7 @@ def readme_text(golden_files: list[str]) -> str:
         "| kind | name | support | note |",
         "|---|---|---|---|",
     ]
-    for group, table in (("method", caps.methods), ("resource", caps.resources), ("feature", caps.features)):
-        for name, cap in table.items():
-            lines.append(f"| {group} | `{name}` | {cap.support.value} | {cap.note} |")
+    lines += caps.markdown_rows()
     lines += ["", "## QoS class per method", ""] + _qos_table()
     lines += [
         "",

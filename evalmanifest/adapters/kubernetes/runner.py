@@ -48,7 +48,7 @@ from evalmanifest.adapters.kubernetes.render import (
     render_objects,
     run_selector,
 )
-from evalmanifest.errors import AdapterError, BackendError, MissingOptionalDependencyError, RunDirectoryError
+from evalmanifest.errors import AdapterError, BackendError, MissingOptionalDependencyError
 from evalmanifest.models.trial import TrialRecord
 
 #: annotation on every object a runner creates (and on its Lease): "<host>/<pid>/<boot:start>"
@@ -187,15 +187,9 @@ def reward_from_log(log: str) -> float | None:
 
 def _lock_dir(path: Path) -> int:
     """flock on the run directory itself: one writer per run directory (as the Docker runner)."""
-    import fcntl  # noqa: PLC0415
+    from evalmanifest.rundir import lock_run_dir  # noqa: PLC0415
 
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise RunDirectoryError(f"{path} is being written by another evalmanifest process") from None
-    return fd
+    return lock_run_dir(path)
 
 
 class Heartbeat:
