@@ -184,7 +184,7 @@ class SourceMap:
         from ruamel.yaml.events import AliasEvent
 
         try:
-            for ev in _yaml("rt").parse(self._text):
+            for ev in _yaml("safe").parse(self._text):
                 if isinstance(ev, AliasEvent):
                     return (ev.start_mark.line + 1, ev.start_mark.column + 1)
         except Exception:  # noqa: BLE001
@@ -211,51 +211,34 @@ class Document:
         return self.source.locate(path, key=key)
 
 
-def _normalise(data: Any, file: str, limit: int, anchors: bool = True) -> Any:
-    """Copy into plain dict/list with ``str`` keys, counting the expanded size of shared subgraphs."""
+def _unshare_aliases(data: Any, limit: int) -> Any:
+    """Bound and undo alias sharing. The event builder already yields plain dicts/lists with ``str`` keys and
+    rejects recursive aliases; an aliased subtree is still one shared object, so first its *expanded* size
+    is computed without expanding (memoised per object: a "billion laughs" fails here in bounded memory),
+    then the document is copied into a plain tree. Documents without anchors need neither step."""
     sizes: dict[int, int] = {}
-    total = 0
 
     def size(obj: Any) -> int:
-        if isinstance(obj, dict):
-            oid = id(obj)
-            if oid in sizes:
-                return sizes[oid]
-            sizes[oid] = 1  # cycle guard (recursive aliases)
-            n = 1 + sum(size(k) + size(v) for k, v in obj.items())
-        elif isinstance(obj, list):
-            oid = id(obj)
-            if oid in sizes:
-                return sizes[oid]
-            sizes[oid] = 1
-            n = 1 + sum(size(v) for v in obj)
-        else:
+        if not isinstance(obj, (dict, list)):
             return 1
-        sizes[oid] = n
-        return n
+        oid = id(obj)
+        if oid not in sizes:
+            sizes[oid] = 1  # cycle guard
+            items = obj.values() if isinstance(obj, dict) else obj
+            sizes[oid] = 1 + (len(obj) if isinstance(obj, dict) else 0) + sum(size(v) for v in items)
+        return sizes[oid]
 
-    def walk(obj: Any, stack: set[int]) -> Any:
+    def copy(obj: Any) -> Any:
         if isinstance(obj, dict):
-            if id(obj) in stack:
-                raise ValueError("recursive")
-            stack.add(id(obj))
-            out = {str(k) if not isinstance(k, str) else k: walk(v, stack) for k, v in obj.items()}
-            stack.discard(id(obj))
-            return out
+            return {k: copy(v) for k, v in obj.items()}
         if isinstance(obj, list):
-            if id(obj) in stack:
-                raise ValueError("recursive")
-            stack.add(id(obj))
-            out2 = [walk(v, stack) for v in obj]
-            stack.discard(id(obj))
-            return out2
+            return [copy(v) for v in obj]
         return obj
 
-    if anchors:
-        total = size(data)
-        if total > limit:
-            raise OverflowError(total)
-    return walk(data, set())
+    total = size(data)
+    if total > limit:
+        raise OverflowError(total)
+    return copy(data)
 
 
 def loads(text: str | bytes, file: str = "<input>", fmt: str | None = None) -> Document:
@@ -353,15 +336,15 @@ def _load_yaml(text: str, file: str, source: SourceMap) -> Any:
         raise _syntax(file, f"expected exactly one YAML document, found {len(docs)}",
                       hint="remove the extra `---` separators", code="multi_document")
     try:
-        return _normalise(docs[0], file, MAX_NODES, anchors="&" in text)
+        return _unshare_aliases(docs[0], MAX_NODES) if "&" in text else docs[0]
     except OverflowError as exc:
         line, col = source.first_alias()
         raise _syntax(file, f"alias expansion would create {exc.args[0]:,} nodes (limit {MAX_NODES:,})",
                       line, col, hint="anchors/aliases may not multiply the document (\"billion laughs\")",
                       code="alias_bomb") from None
-    except (ValueError, RecursionError):
+    except RecursionError:
         line, col = source.first_alias()
-        raise _syntax(file, "recursive alias", line, col, code="alias_bomb") from None
+        raise _syntax(file, "alias expansion nests the document too deeply", line, col, code="alias_bomb") from None
 
 
 def load_document(path: str | os.PathLike[str]) -> Document:

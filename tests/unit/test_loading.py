@@ -137,3 +137,8 @@ def test_complex_keys_and_undefined_alias_rejected():
 def test_deep_nesting_bounded():
     issue = _err(("a: " + "[" * 2000 + "]" * 2000 + "\n").encode())
     assert issue.code == "too_deep"
+
+
+def test_aliased_subtrees_are_unshared_copies():
+    d = loads(b"a: &x {cpu: 1}\nb: *x\n").data
+    assert d["a"] == d["b"] and d["a"] is not d["b"]
