@@ -304,6 +304,3 @@ def load_run(path: str | os.PathLike[str], *, verify: bool = True) -> Run:
             raise RunDirectoryError(f"{p / ENVIRONMENT}: invalid: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
     return Run(path=p, manifest=res.model, info=info, trials=trials, environment=env, issues=issues)
 
-
-def iter_keys(records: Iterable[TrialRecord]) -> list[tuple[str, int, int]]:
-    return [(r.task_id, r.attempt, r.try_index) for r in records]
