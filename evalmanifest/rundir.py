@@ -17,7 +17,7 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -233,6 +233,17 @@ class RunWriter:
             self._fh.close()
 
 
+def load_json_document(path: str | os.PathLike[str], kind: str) -> Any:
+    """Parse and validate ``run.json`` (kind ``run``) or ``environment.json`` (``environment``); every problem
+    is located (FILE:LINE:COL: $.path: message), like a manifest's."""
+    from evalmanifest.loading import load_document
+    from evalmanifest.validation import validate_document
+
+    res = validate_document(load_document(path), kind, lint=False)  # syntax errors: located, name the file
+    res.raise_for_errors()
+    return res.model
+
+
 def verify_files(run_dir: str | os.PathLike[str], info: RunInfo) -> None:
     """Check every file digest ``run.json`` lists (tampering or truncation after the run finished).
     Files are hashed in parallel threads (hashlib releases the GIL)."""
@@ -284,23 +295,13 @@ def load_run(path: str | os.PathLike[str], *, verify: bool = True) -> Run:
     doc = load_document(p / MANIFEST)
     res = validate_document(doc, "manifest", lint=False)
     res.raise_for_errors()
-    try:
-        info = RunInfo.model_validate_json((p / RUN).read_text("utf-8"))
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        raise RunDirectoryError(f"{p / RUN}: invalid run.json: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+    info = load_json_document(p / RUN, "run")
     if verify:
         verify_files(p, info)
     trials, issues = _read_trials(p / TRIALS, repair=False)
     errors = [i for i in issues if i.severity == "error"]
     if errors:
         raise ManifestValidationError(errors)
-    env = None
-    if (p / ENVIRONMENT).exists():
-        try:
-            env = Environment.model_validate_json((p / ENVIRONMENT).read_text("utf-8"))
-        except ValidationError as exc:
-            e = exc.errors()[0]
-            raise RunDirectoryError(f"{p / ENVIRONMENT}: invalid: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+    env = load_json_document(p / ENVIRONMENT, "environment") if (p / ENVIRONMENT).exists() else None
     return Run(path=p, manifest=res.model, info=info, trials=trials, environment=env, issues=issues)
 

@@ -98,19 +98,6 @@ def preload_trials(*sides: Side) -> None:
         s.trials()
 
 
-def _validate_json_file(p: Path, model: Any) -> Any:
-    """Parse and validate ``environment.json`` / ``run.json``; every problem is located
-    (FILE:LINE:COL: $.path: message), like a manifest's."""
-    from evalmanifest.loading import load_document
-    from evalmanifest.validation import validate_document
-
-    kind = {"Environment": "environment", "RunInfo": "run"}[model.__name__]
-    doc = load_document(p)  # ManifestSyntaxError: located, names the file
-    res = validate_document(doc, kind, lint=False)
-    res.raise_for_errors()  # ManifestValidationError: every issue located
-    return res.model
-
-
 def check_run_consistency(side: Side) -> None:
     """``run.json`` is not itself digested: its manifest digest and outcome counts must agree with the
     files it describes, or the run was edited after it finished."""
@@ -137,7 +124,7 @@ def check_run_consistency(side: Side) -> None:
 
 def load_side(path: str | Path, label: str) -> Side:
     from evalmanifest.loading import load_manifest
-    from evalmanifest.models import Environment, RunInfo
+    from evalmanifest.rundir import load_json_document, verify_files
 
     p = Path(path)
     if p.is_dir():
@@ -145,11 +132,9 @@ def load_side(path: str | Path, label: str) -> Side:
         if mp is None:
             raise RunDirectoryError(f"{p}: not a run directory (no manifest.yaml)")
         manifest = load_manifest(mp, lint=False)
-        env = _validate_json_file(p / "environment.json", Environment) if (p / "environment.json").is_file() else None
-        info = _validate_json_file(p / "run.json", RunInfo) if (p / "run.json").is_file() else None
+        env = load_json_document(p / "environment.json", "environment") if (p / "environment.json").is_file() else None
+        info = load_json_document(p / "run.json", "run") if (p / "run.json").is_file() else None
         if info is not None:
-            from evalmanifest.rundir import verify_files
-
             verify_files(p, info)
         return Side(label=label, path=p, manifest=manifest, is_run=True, environment=env, info=info)
     if p.is_file():

@@ -122,3 +122,18 @@ def test_resume_refuses_foreign_directory(tmp_path):
     with pytest.raises(RunDirectoryError, match="holds no run"):
         RunWriter(d, M, adapter="test", resume=True)
     assert (d / "thesis.tex").read_text() == "precious" and len(list(d.iterdir())) == 1
+
+
+def test_bad_run_json_is_located(tmp_path):
+    from evalmanifest.errors import ManifestValidationError
+
+    d = _finished(tmp_path)
+    info = json.loads((d / "run.json").read_text())
+    info["status"] = "exploded"
+    (d / "run.json").write_text(json.dumps(info, indent=2))
+    with pytest.raises(ManifestValidationError) as ei:
+        load_run(d)
+    text = ei.value.diagnostics()
+    assert f"{d / 'run.json'}:" in text and "$.status" in text
+    line = next(i for i, ln in enumerate((d / "run.json").read_text().splitlines(), 1) if '"status"' in ln)
+    assert f"run.json:{line}:" in text
